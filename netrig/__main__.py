@@ -1,0 +1,3 @@
+from netrig.cli import main
+
+main()
