@@ -1,0 +1,229 @@
+"""Make a plan real: namespaces, veth pairs, bridges, addresses and routes, in batches.
+
+Order, and why:
+1. the ledger records every namespace (one transaction) before the first exists;
+2. a worker thread creates the namespaces (unshare + bind mount), sets their sysctls and
+   opens one rtnetlink socket in each, updating the ledger as each one appears;
+3. one host socket creates every veth pair with both ends born in their namespaces, with
+   fixed ifindexes, in a few system calls;
+4. each namespace gets one batch: lo and ports up, bridges, addresses, routes.
+Rate limits (tc) follow through pyroute2, one call per limited interface.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from netrig.lab import netns, nlwire
+from netrig.lab.ledger import Ledger
+from netrig.plan.model import LabPlan, NodePlan
+
+
+class LabError(Exception):
+    """A runtime failure while building or using a lab (exit code 1)."""
+
+    exit_code = 1
+
+
+class BadInput(LabError):
+    """The request cannot be honoured as given (exit code 2)."""
+
+    exit_code = 2
+
+
+@dataclass
+class BuildTimings:
+    namespaces: float = 0.0
+    links: float = 0.0
+    config: float = 0.0
+    tc: float = 0.0
+    total: float = 0.0
+    routes: int = 0
+    messages: int = 0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+Progress = Callable[[str], None]
+
+
+def preflight(plan: LabPlan, ledger: Ledger) -> None:
+    """Refuse before creating anything: not root, lab already up, or a name taken."""
+    if os.geteuid() != 0:
+        raise BadInput("netrig must run as root to create network namespaces")
+    existing = ledger.lab(plan.name)
+    if existing is not None:
+        raise LabError(
+            f"lab {plan.name!r} is already {existing.state} (built by pid {existing.pid}); "
+            f"nothing changed. `netrig down {plan.name}` removes it"
+        )
+    taken = [n.ns for n in plan.nodes.values() if netns.exists(n.ns)]
+    if taken:
+        raise LabError(
+            f"namespace {taken[0]!r} already exists and is not part of a netrig lab; "
+            "netrig will not touch it. Choose another lab name"
+        )
+
+
+def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> BuildTimings:
+    """Create everything in the plan; on any failure the caller tears down from the ledger."""
+    say = progress or (lambda _msg: None)
+    t = BuildTimings()
+    start = time.perf_counter()
+    netns.prepare_run_dir()
+    nodes = list(plan.nodes.values())
+    ledger.intend_netns(plan.name, [(n.ns, n.name) for n in nodes])
+
+    say(f"creating {len(nodes)} namespaces")
+    sockets = _create_namespaces(plan, nodes, ledger.state_dir)
+    t.namespaces = time.perf_counter() - start
+    try:
+        fds = {n.name: netns.open_fd(n.ns) for n in nodes}
+        try:
+            say(f"creating {len(plan.links)} links")
+            mark = time.perf_counter()
+            _create_links(plan, fds)
+            t.links = time.perf_counter() - mark
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        say("configuring addresses and routes")
+        mark = time.perf_counter()
+        for node in nodes:
+            requests = node_requests(node)
+            t.messages += len(requests)
+            t.routes += len(node.routes)
+            errors = sockets[node.name].send_batch(requests)
+            if errors:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                raise LabError(f"in {node.ns}: {errors[0]}{more}")
+        t.config = time.perf_counter() - mark
+    finally:
+        for sock in sockets.values():
+            sock.close()
+    mark = time.perf_counter()
+    _apply_tc(plan)
+    t.tc = time.perf_counter() - mark
+    t.total = time.perf_counter() - start
+    return t
+
+
+def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> dict[str, nlwire.RtnlSocket]:
+    """In one worker thread: each namespace, its sysctls and its netlink socket."""
+    sysctls = list(plan.sysctls.items())
+
+    def work() -> dict[str, nlwire.RtnlSocket]:
+        ledger = Ledger(state_dir)  # the thread's own connection
+        sockets: dict[str, nlwire.RtnlSocket] = {}
+        try:
+            for node in nodes:
+                netns.create_here(node.ns)
+                ledger.created_netns({node.ns: netns.ns_inode(node.ns) or 0})
+                for key, value in sysctls:
+                    try:
+                        netns.write_sysctl(key, value)
+                    except FileNotFoundError:
+                        if "ipv6" not in key:  # IPv6 may be disabled on the host
+                            raise
+                sockets[node.name] = nlwire.RtnlSocket()
+        except BaseException:
+            for sock in sockets.values():
+                sock.close()
+            raise
+        finally:
+            ledger.close()
+        return sockets
+
+    try:
+        return netns.run_in_thread(work)
+    except OSError as exc:
+        raise LabError(f"creating namespaces: {exc}") from exc
+
+
+def _create_links(plan: LabPlan, fds: dict[str, int]) -> None:
+    requests = []
+    for link in plan.links:
+        a_if = plan.nodes[link.a].iface(link.a_iface)
+        b_if = plan.nodes[link.b].iface(link.b_iface)
+        requests.append(
+            nlwire.new_veth(
+                link.a_iface,
+                link.b_iface,
+                ns_fd=fds[link.a],
+                peer_ns_fd=fds[link.b],
+                index=a_if.index,
+                peer_index=b_if.index,
+                mtu=link.mtu,
+                what=f"veth {link.a}:{link.a_iface} – {link.b}:{link.b_iface}",
+            )
+        )
+    with nlwire.RtnlSocket() as sock:
+        errors = sock.send_batch(requests)
+    if errors:
+        raise LabError(f"creating links: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""))
+
+
+def node_requests(node: NodePlan) -> list[nlwire.Request]:
+    """Everything one namespace needs after its links exist, in dependency order."""
+    where = node.ns
+    reqs = [nlwire.set_link(1, up=True, what=f"lo up in {where}")]
+    if node.bridge:
+        br = node.bridge
+        reqs.append(nlwire.new_bridge(br.name, index=br.index, stp=br.stp, what=f"bridge in {where}"))
+    for iface in node.ifaces:
+        master = node.bridge.index if node.bridge and iface.master == node.bridge.name else None
+        reqs.append(nlwire.set_link(iface.index, up=True, master=master, what=f"{iface.name} up in {where}"))
+    for cidr in node.loopbacks:
+        addr, plen = cidr.split("/")
+        reqs.append(nlwire.new_addr(1, addr, int(plen), what=f"address {cidr} on lo in {where}"))
+    ports = [(node.bridge.index, node.bridge.addrs)] if node.bridge else []
+    ports += [(i.index, i.addrs) for i in node.ifaces]
+    for index, cidrs in ports:
+        for cidr in cidrs:
+            addr, plen = cidr.split("/")
+            brd = _broadcast(addr, int(plen))
+            reqs.append(nlwire.new_addr(index, addr, int(plen), broadcast=brd, what=f"address {cidr} in {where}"))
+    for route in node.routes:
+        dst, plen = route.dst.split("/")
+        reqs.append(nlwire.new_route(dst, int(plen), route.nexthops, what=f"route {route.dst} in {where}"))
+    return reqs
+
+
+def _broadcast(addr: str, plen: int) -> str | None:
+    """`brd +`: the subnet's broadcast address, for IPv4 subnets with one (not /31, /32)."""
+    if ":" in addr or plen >= 31:
+        return None
+    from ipaddress import IPv4Network
+
+    return str(IPv4Network(f"{addr}/{plen}", strict=False).broadcast_address)
+
+
+def _apply_tc(plan: LabPlan) -> None:
+    """Token bucket rate limits, on both ends of each limited link (one per direction)."""
+    limited = [link for link in plan.links if link.rate]
+    if not limited:
+        return
+    from pyroute2 import IPRoute
+
+    by_node: dict[str, list[tuple[int, int, int | None]]] = {}
+    for link in limited:
+        assert link.rate is not None
+        for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
+            index = plan.nodes[node].iface(ifname).index
+            by_node.setdefault(node, []).append((index, link.rate, link.burst))
+    for node, items in by_node.items():
+
+        def apply(items: list[tuple[int, int, int | None]] = items) -> None:
+            with IPRoute() as ipr:
+                for index, rate, burst in items:
+                    # burst: at least 5 ms at line rate, so the bucket does not starve TCP
+                    size = burst or max(16 * 1024, rate // 8 // 200)
+                    ipr.tc("add", "tbf", index=index, handle="1:", rate=rate // 8, burst=size,
+                           latency=50_000)
+
+        try:
+            netns.in_netns(plan.nodes[node].ns, apply)
+        except Exception as exc:  # pyroute2 raises NetlinkError, a subclass of Exception
+            raise LabError(f"rate limit on {node}: {exc}") from exc

@@ -1,0 +1,195 @@
+"""Is the lab usable? Bridge ports settled, and real ICMP echoes between nodes.
+
+The echoes are sent in-process from one raw socket per namespace (opened inside it by a
+worker thread), all at once, and answered by the kernels of the target nodes; missing
+answers are retried, so the first packets that wait for ARP do not count as failures.
+A 100-node all-pairs check is ~10^4 echoes and takes a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import select
+import socket
+import struct
+import time
+from dataclasses import dataclass
+
+from netrig.lab import netns, nlwire
+from netrig.plan.model import LabPlan
+
+AUTO_ALL_PAIRS_MAX = 128
+SAMPLE_TARGETS = 8
+AF_BRIDGE = 7
+IFLA_PROTINFO = 12
+IFLA_BRPORT_STATE = 1
+BR_STATE_LISTENING, BR_STATE_LEARNING = 1, 2
+
+
+@dataclass
+class CheckResult:
+    pairs: int
+    failed: list[tuple[str, str, str]]  # (source node, target node, target address)
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def wait_bridges(plan: LabPlan, timeout: float) -> list[str]:
+    """Wait until no STP port is listening or learning; return the bridges still settling."""
+    stp_nodes = [n for n in plan.nodes.values() if n.bridge and n.bridge.stp]
+    deadline = time.monotonic() + timeout
+    pending = [n.ns for n in stp_nodes]
+    while pending and time.monotonic() < deadline:
+        pending = [ns for ns in pending if _ports_settling(ns)]
+        if pending:
+            time.sleep(0.2)
+    return pending
+
+
+def _ports_settling(ns: str) -> bool:
+    def dump() -> bool:
+        with nlwire.RtnlSocket() as sock:
+            body = nlwire.ifinfo(family=AF_BRIDGE)
+            replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, body)
+        for _mtype, payload in replies:
+            attrs = nlwire.parse_attrs(payload, 16)
+            info = attrs.get(IFLA_PROTINFO)
+            if info:
+                state = nlwire.parse_attrs(info).get(IFLA_BRPORT_STATE)
+                if state and state[0] in (BR_STATE_LISTENING, BR_STATE_LEARNING):
+                    return True
+        return False
+
+    return netns.in_netns(ns, dump)
+
+
+def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
+    """(source, target, address) pairs the lab's routing promises to connect."""
+    hosts = plan.hosts()
+    if plan.protocol == "none":  # direct neighbours only, on their link addresses
+        pairs = []
+        for node in hosts:
+            for iface in node.ifaces:
+                peer = plan.nodes[iface.peer]
+                if peer.kind == "host" and not iface.master:
+                    addrs = peer.iface(iface.peer_iface).addrs
+                    pairs += [(node.name, peer.name, a.split("/")[0]) for a in addrs]
+        return pairs
+    families = [f for f in (4, 6) if any(h.addresses(f) for h in hosts)]
+    targets = {(h.name, f): plan.addr(h.name, f) for h in hosts for f in families if h.addresses(f)}
+    if mode == "auto":
+        mode = "all" if len(hosts) <= AUTO_ALL_PAIRS_MAX else "sample"
+    rng = random.Random(plan.name)
+    pairs = []
+    for src in hosts:
+        others = [h for h in hosts if h.name != src.name]
+        if mode == "sample" and len(others) > SAMPLE_TARGETS:
+            others = rng.sample(others, SAMPLE_TARGETS)
+        for dst in others:
+            for f in families:
+                if (dst.name, f) in targets:
+                    pairs.append((src.name, dst.name, targets[(dst.name, f)]))
+    return pairs
+
+
+def ping_pairs(
+    plan: LabPlan, pairs: list[tuple[str, str, str]], timeout: float, retry: float = 0.3
+) -> CheckResult:
+    start = time.perf_counter()
+    sources = sorted({p[0] for p in pairs})
+    families = {6 if ":" in p[2] else 4 for p in pairs}
+
+    def open_sockets() -> dict[tuple[str, int], socket.socket]:
+        socks = {}
+        for name in sources:
+            with netns.entered(plan.nodes[name].ns):
+                if 4 in families:
+                    socks[(name, 4)] = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+                if 6 in families:
+                    socks[(name, 6)] = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        for s in socks.values():
+            s.setblocking(False)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        return socks
+
+    socks = netns.run_in_thread(open_sockets)
+    ident = os.getpid() & 0xFFFF
+    counters: dict[str, int] = {}
+    outstanding: dict[tuple[str, int], tuple[str, str, str]] = {}
+    for pair in pairs:  # sequence numbers count per source, so (source, seq) is unique
+        seq = counters.get(pair[0], 0)
+        counters[pair[0]] = seq + 1
+        outstanding[(pair[0], seq & 0xFFFF)] = pair
+    try:
+        deadline = time.monotonic() + timeout
+        while outstanding and time.monotonic() < deadline:
+            for (src, seq), (_src, _dst, addr) in list(outstanding.items()):
+                fam = 6 if ":" in addr else 4
+                try:
+                    socks[(src, fam)].sendto(_echo(fam, ident, seq), (addr, 0))
+                except OSError:
+                    pass  # e.g. ENETUNREACH: stays outstanding, reported at the end
+            _collect(socks, outstanding, ident, min(retry, max(0.0, deadline - time.monotonic())))
+            retry = min(retry * 2, 2.0)
+    finally:
+        for s in socks.values():
+            s.close()
+    return CheckResult(len(pairs), sorted(outstanding.values()), time.perf_counter() - start)
+
+
+def _echo(family: int, ident: int, seq: int) -> bytes:
+    seq &= 0xFFFF
+    if family == 6:
+        return struct.pack("!BBHHH", 128, 0, 0, ident, seq) + b"netrig"
+    header = struct.pack("!BBHHH", 8, 0, 0, ident, seq) + b"netrig"
+    csum = _checksum(header)
+    return struct.pack("!BBHHH", 8, 0, csum, ident, seq) + b"netrig"
+
+
+def _checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def _collect(
+    socks: dict[tuple[str, int], socket.socket],
+    outstanding: dict[tuple[str, int], tuple[str, str, str]],
+    ident: int,
+    wait: float,
+) -> None:
+    """Read echo replies until none are outstanding or `wait` seconds pass quietly."""
+    by_fd = {s.fileno(): (key, s) for key, s in socks.items()}
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
+    deadline = time.monotonic() + wait
+    while outstanding:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        for fd, _ev in poller.poll(left * 1000):
+            (src, fam), sock = by_fd[fd]
+            while True:
+                try:
+                    data = sock.recv(2048)
+                except BlockingIOError:
+                    break
+                if fam == 4:
+                    data = data[(data[0] & 0x0F) * 4 :]
+                    want_type = 0
+                else:
+                    want_type = 129
+                if len(data) < 8:
+                    continue
+                kind, _code, _sum, rid, seq = struct.unpack_from("!BBHHH", data)
+                if kind != want_type or rid != ident:
+                    continue
+                outstanding.pop((src, seq), None)

@@ -1,0 +1,155 @@
+"""The Python API of a lab: build it from a file or from code, use it, remove it.
+
+    with Lab.from_file("ring.yaml") as lab:
+        lab.exec("n1", ["ping", "-c1", lab.addr("n5")])
+
+A running lab is also reachable by name from another process: `Lab.attach("ring")`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from netrig.lab import check, netns, run, teardown
+from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
+from netrig.lab.ledger import Ledger, process_starttime, save_json
+from netrig.plan.build import build_plan
+from netrig.plan.model import LabPlan
+from netrig.spec import load as spec_load
+from netrig.spec.models import LabSpec
+
+
+class Lab:
+    def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
+        self.plan = plan
+        self.ledger = ledger or Ledger()
+        self.timings: BuildTimings | None = None
+        self.check_result: check.CheckResult | None = None
+        self._owner = False  # True when this object built the lab (and so removes it on exit)
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def from_file(cls, path: str) -> Lab:
+        plan = build_plan(spec_load.load_file(path))
+        plan.source_file = os.path.abspath(path)
+        return cls(plan)
+
+    @classmethod
+    def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
+        """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
+        if isinstance(spec, dict):
+            import yaml
+
+            return cls(build_plan(spec_load.load_text(yaml.safe_dump(spec), "<dict>")))
+        return cls(build_plan(spec_load.from_spec(spec)))
+
+    @classmethod
+    def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:
+        """A lab that is up (built by this or another process)."""
+        ledger = ledger or Ledger()
+        if ledger.lab(name) is None:
+            raise BadInput(f"no lab named {name!r} is up (see `netrig status`)")
+        try:
+            with open(ledger.plan_path(name)) as fh:
+                plan = LabPlan.from_json(fh.read())
+        except FileNotFoundError:
+            raise LabError(f"lab {name!r} is recorded but was never completed; `netrig down {name}`") from None
+        return cls(plan, ledger)
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    def up(self, *, check_reachability: bool = True, progress: Progress | None = None) -> BuildTimings:
+        say = progress or (lambda _m: None)
+        preflight(self.plan, self.ledger)
+        self.ledger.begin_lab(self.name, len(self.plan.nodes), self.plan.source_file)
+        self._owner = True
+        try:
+            self.timings = build(self.plan, self.ledger, say)
+            save_json(self.ledger.plan_path(self.name), _json_obj(self.plan))
+            self._wait_usable(check_reachability, say)
+        except BaseException:
+            self.down()
+            raise
+        self.ledger.set_lab_state(self.name, "up")
+        return self.timings
+
+    def _wait_usable(self, check_reachability: bool, say: Progress) -> None:
+        start = time.perf_counter()
+        timeout = self.plan.check_timeout
+        if any(n.bridge and n.bridge.stp for n in self.plan.nodes.values()):
+            say("waiting for spanning tree to settle")
+            settling = check.wait_bridges(self.plan, max(timeout, 10.0))
+            if settling:
+                raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
+        if check_reachability and self.plan.reachability != "none":
+            pairs = check.check_pairs(self.plan, self.plan.reachability)
+            say(f"checking reachability ({len(pairs)} pairs)")
+            result = check.ping_pairs(self.plan, pairs, timeout)
+            self.check_result = result
+            if result.failed:
+                shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in result.failed[:5])
+                more = f" and {len(result.failed) - 5} more" if len(result.failed) > 5 else ""
+                raise LabError(f"unreachable after {timeout:g} s: {shown}{more}")
+        if self.timings:
+            self.timings.extra["usable"] = time.perf_counter() - start
+
+    def down(self) -> teardown.TeardownReport:
+        return teardown.teardown(self.ledger, self.name)
+
+    def __enter__(self) -> Lab:
+        if self.ledger.lab(self.name) is None:
+            self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owner:
+            self.down()
+
+    # ------------------------------------------------------------ use
+
+    def nodes(self) -> list[str]:
+        return list(self.plan.nodes)
+
+    def addr(self, node: str, family: int = 4) -> str:
+        return self.plan.addr(node, family)
+
+    def ns(self, node: str) -> str:
+        return self.plan.node(node).ns
+
+    def private_run_dir(self, node: str) -> str | None:
+        if not self.plan.private_run:
+            return None
+        path = os.path.join(self.ledger.lab_dir(self.name), "nodes", node, "run")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def exec(self, node: str, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+        """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
+        kwargs.setdefault("text", True)
+        return run.run(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+
+    def popen(self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any) -> subprocess.Popen[Any]:
+        """Start a long-running process in a node, recorded in the ledger by PID."""
+        label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
+        oid = self.ledger.intend_process(self.name, label, node)
+        proc = run.popen(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+        self.ledger.created_process(oid, proc.pid, process_starttime(proc.pid) or 0)
+        return proc
+
+    def exists(self) -> bool:
+        return all(netns.exists(n.ns) for n in self.plan.nodes.values())
+
+
+def _json_obj(plan: LabPlan) -> Any:
+    import json
+
+    return json.loads(plan.to_json())

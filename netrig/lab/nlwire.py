@@ -1,0 +1,334 @@
+"""rtnetlink on the wire: pack requests by hand and send thousands in one system call.
+
+Why not pyroute2's message classes for this path: encoding one route with them costs
+about 65 µs here, with ``struct`` about 2 µs, and a 1000-node lab sends ~10^5 messages.
+pyroute2 stays in use for reads (dumps, tc) where convenience matters more than speed.
+
+Only the handful of message types the lab engine writes live here: links (veth, bridge),
+addresses and routes (with multipath). Errors come back as NLMSG_ERROR for the failing
+message only (no NLM_F_ACK), and one final acknowledged message marks the end of a batch.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv6Address, ip_address
+
+NETLINK_ROUTE = 0
+NLMSG_ERROR = 2
+NLMSG_DONE = 3
+NLM_F_REQUEST = 0x1
+NLM_F_ACK = 0x4
+NLM_F_ROOT = 0x100
+NLM_F_MATCH = 0x200
+NLM_F_EXCL = 0x200
+NLM_F_CREATE = 0x400
+NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
+
+RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK = 16, 17, 18, 19
+RTM_NEWADDR, RTM_DELADDR = 20, 21
+RTM_NEWROUTE, RTM_DELROUTE, RTM_GETROUTE = 24, 25, 26
+
+IFF_UP = 0x1
+IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 1, 3, 4, 10
+IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 18, 20, 28
+IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
+VETH_INFO_PEER = 1
+IFLA_BR_FORWARD_DELAY, IFLA_BR_HELLO_TIME, IFLA_BR_MAX_AGE, IFLA_BR_STP_STATE = 1, 2, 3, 5
+
+IFA_ADDRESS, IFA_LOCAL, IFA_BROADCAST, IFA_FLAGS = 1, 2, 4, 8
+IFA_F_NODAD = 0x02
+
+RTA_DST, RTA_SRC, RTA_IIF, RTA_OIF, RTA_GATEWAY = 1, 2, 3, 4, 5
+RTA_PREFSRC, RTA_MULTIPATH, RTA_TABLE = 7, 9, 15
+RTA_IP_PROTO, RTA_SPORT, RTA_DPORT = 27, 28, 29
+RT_TABLE_MAIN = 254
+RTPROT_STATIC = 4
+RT_SCOPE_UNIVERSE = 0
+RTN_UNICAST, RTN_LOCAL = 1, 2
+SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
+
+_NLMSGHDR = struct.Struct("=IHHII")
+_IFINFOMSG = struct.Struct("=BxHiII")
+_IFADDRMSG = struct.Struct("=BBBBi")
+_RTMSG = struct.Struct("=BBBBBBBBI")
+_RTA = struct.Struct("=HH")
+_RTNH = struct.Struct("=HBBi")
+_U32 = struct.Struct("=I")
+
+
+def _align(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def attr(kind: int, payload: bytes) -> bytes:
+    """One netlink attribute (type-length-value), padded to 4 bytes."""
+    length = 4 + len(payload)
+    return _RTA.pack(length, kind) + payload + b"\0" * (_align(length) - length)
+
+
+def attr_u32(kind: int, value: int) -> bytes:
+    return attr(kind, _U32.pack(value))
+
+
+def attr_str(kind: int, value: str) -> bytes:
+    return attr(kind, value.encode() + b"\0")
+
+
+def addr_bytes(addr: str | IPv4Address | IPv6Address) -> bytes:
+    return ip_address(addr).packed
+
+
+def family_of(addr: str) -> int:
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One rtnetlink request, its type, flags and body (everything after nlmsghdr)."""
+
+    msg_type: int
+    flags: int
+    body: bytes
+    what: str  # a human description used in error messages ("route 198.18.0.5/32 in r-n3")
+
+
+@dataclass(frozen=True, slots=True)
+class NetlinkError:
+    what: str
+    code: int
+
+    def __str__(self) -> str:
+        return f"{self.what}: {os.strerror(self.code)} (errno {errno.errorcode.get(self.code, '?')})"
+
+
+# ----------------------------------------------------------------- request builders
+
+
+def ifinfo(index: int = 0, flags: int = 0, change: int = 0, family: int = 0, dev_type: int = 0) -> bytes:
+    return _IFINFOMSG.pack(family, dev_type, index, flags, change)
+
+
+def new_veth(
+    name: str,
+    peer_name: str,
+    *,
+    ns_fd: int,
+    peer_ns_fd: int,
+    index: int = 0,
+    peer_index: int = 0,
+    mtu: int | None = None,
+    up: bool = True,
+    what: str = "",
+) -> Request:
+    """A veth pair whose two ends are born directly inside their target namespaces.
+
+    Only the first end can come up at creation: the kernel configures the peer before the
+    pair is joined, and opening it then fails with ENOTCONN. Bring the peer up afterwards
+    from its own namespace's batch (`set_link(peer_index, up=True)`).
+    """
+    flags = IFF_UP if up else 0
+    mtu_attr = attr_u32(IFLA_MTU, mtu) if mtu else b""
+    peer = (
+        ifinfo(peer_index)
+        + attr_str(IFLA_IFNAME, peer_name)
+        + attr_u32(IFLA_NET_NS_FD, peer_ns_fd)
+        + mtu_attr
+    )
+    linkinfo = attr_str(IFLA_INFO_KIND, "veth") + attr(IFLA_INFO_DATA, attr(VETH_INFO_PEER, peer))
+    body = (
+        ifinfo(index, flags, flags)
+        + attr_str(IFLA_IFNAME, name)
+        + attr_u32(IFLA_NET_NS_FD, ns_fd)
+        + mtu_attr
+        + attr(IFLA_LINKINFO, linkinfo)
+    )
+    return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, what or f"veth {name}/{peer_name}")
+
+
+def new_bridge(
+    name: str, *, index: int = 0, stp: bool = False, forward_delay_s: float = 2.0, what: str = ""
+) -> Request:
+    """A Linux bridge; with STP the forward delay is kept at the kernel's 2 s minimum."""
+    data = attr_u32(IFLA_BR_STP_STATE, 1 if stp else 0)
+    data += attr_u32(IFLA_BR_FORWARD_DELAY, int(forward_delay_s * 100))
+    data += attr_u32(IFLA_BR_HELLO_TIME, 100)
+    linkinfo = attr_str(IFLA_INFO_KIND, "bridge") + attr(IFLA_INFO_DATA, data)
+    body = ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name) + attr(IFLA_LINKINFO, linkinfo)
+    return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, what or f"bridge {name}")
+
+
+def set_link(
+    index: int, *, up: bool | None = None, master: int | None = None, what: str = ""
+) -> Request:
+    flags = change = 0
+    if up is not None:
+        change = IFF_UP
+        flags = IFF_UP if up else 0
+    body = ifinfo(index, flags, change)
+    if master is not None:
+        body += attr_u32(IFLA_MASTER, master)
+    return Request(RTM_NEWLINK, 0, body, what or f"link {index}")
+
+
+def new_addr(
+    index: int, addr: str, prefixlen: int, *, broadcast: str | None = None, what: str = ""
+) -> Request:
+    """An interface address; IPv6 ones skip duplicate address detection (no 2 s wait)."""
+    family = family_of(addr)
+    packed = addr_bytes(addr)
+    body = _IFADDRMSG.pack(family, prefixlen, 0, RT_SCOPE_UNIVERSE, index)
+    body += attr(IFA_LOCAL, packed) + attr(IFA_ADDRESS, packed)
+    if broadcast:
+        body += attr(IFA_BROADCAST, addr_bytes(broadcast))
+    if family == socket.AF_INET6:
+        body += attr_u32(IFA_FLAGS, IFA_F_NODAD)
+    return Request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, what or f"address {addr}/{prefixlen}")
+
+
+def new_route(
+    dst: str,
+    dst_len: int,
+    nexthops: Iterable[tuple[str, int]],
+    *,
+    what: str = "",
+    protocol: int = RTPROT_STATIC,
+) -> Request:
+    """A unicast route via one or more (gateway, ifindex) next hops (several = multipath)."""
+    hops = list(nexthops)
+    family = family_of(dst)
+    body = _RTMSG.pack(
+        family, dst_len, 0, 0, RT_TABLE_MAIN, protocol, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0
+    )
+    body += attr(RTA_DST, addr_bytes(dst))
+    if len(hops) == 1:
+        gw, oif = hops[0]
+        body += attr(RTA_GATEWAY, addr_bytes(gw)) + attr_u32(RTA_OIF, oif)
+    else:
+        nested = b""
+        for gw, oif in hops:
+            gw_attr = attr(RTA_GATEWAY, addr_bytes(gw))
+            nested += _RTNH.pack(8 + len(gw_attr), 0, 0, oif) + gw_attr
+        body += attr(RTA_MULTIPATH, nested)
+    return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or f"route {dst}/{dst_len}")
+
+
+# ----------------------------------------------------------------- the socket
+
+
+@dataclass
+class RtnlSocket:
+    """A raw rtnetlink socket. It belongs to the namespace of the thread that opened it."""
+
+    sock: socket.socket = field(default_factory=lambda: _open_socket())
+    seq: int = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RtnlSocket:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_batch(self, requests: list[Request], chunk_bytes: int = 256 * 1024) -> list[NetlinkError]:
+        """Send all requests in as few system calls as fit; return the ones the kernel refused.
+
+        Only the last message of each chunk asks for an acknowledgement, so a success costs
+        the kernel no reply; a failure still comes back as NLMSG_ERROR with its sequence.
+        """
+        errors: list[NetlinkError] = []
+        chunk: list[bytes] = []
+        size = 0
+        pending: dict[int, str] = {}
+        for i, req in enumerate(requests):
+            self.seq += 1
+            last = i == len(requests) - 1
+            flags = NLM_F_REQUEST | req.flags
+            if last or size + 16 + len(req.body) >= chunk_bytes:
+                flags |= NLM_F_ACK
+            chunk.append(_NLMSGHDR.pack(16 + len(req.body), req.msg_type, flags, self.seq, 0))
+            chunk.append(req.body)
+            pending[self.seq] = req.what
+            size += 16 + len(req.body)
+            if flags & NLM_F_ACK:
+                self.sock.send(b"".join(chunk))
+                self._read_until(self.seq, pending, errors)
+                chunk, size, pending = [], 0, {}
+        return errors
+
+    def _read_until(self, last_seq: int, pending: dict[int, str], errors: list[NetlinkError]) -> None:
+        """Collect the refusals of a chunk up to the acknowledgement of its final message."""
+        while True:
+            for seq, code in _parse_errors(self.sock.recv(1 << 20)):
+                if code:
+                    errors.append(NetlinkError(pending.get(seq, f"request {seq}"), -code))
+                if seq == last_seq:
+                    return
+
+    def request(self, msg_type: int, flags: int, body: bytes) -> list[tuple[int, bytes]]:
+        """One request (a get or a dump); returns (type, body) of every reply message."""
+        self.seq += 1
+        seq = self.seq
+        msg = _NLMSGHDR.pack(16 + len(body), msg_type, NLM_F_REQUEST | flags, seq, 0) + body
+        self.sock.send(msg)
+        replies: list[tuple[int, bytes]] = []
+        while True:
+            data = self.sock.recv(1 << 20)
+            off = 0
+            while off < len(data):
+                length, mtype, mflags, mseq, _pid = _NLMSGHDR.unpack_from(data, off)
+                payload = bytes(data[off + 16 : off + length])
+                off += _align(length)
+                if mseq != seq:
+                    continue
+                if mtype == NLMSG_ERROR:
+                    code = struct.unpack_from("=i", payload)[0]
+                    if code:
+                        raise OSError(-code, os.strerror(-code))
+                    return replies
+                if mtype == NLMSG_DONE:
+                    return replies
+                replies.append((mtype, payload))
+                if not mflags & 0x2 and not flags & NLM_F_DUMP:  # not NLM_F_MULTI
+                    return replies
+
+
+def _open_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
+    for force, plain, size in ((SO_SNDBUFFORCE, socket.SO_SNDBUF, 1 << 20),
+                               (SO_RCVBUFFORCE, socket.SO_RCVBUF, 4 << 20)):
+        try:  # root may exceed net.core.*mem_max; others get what the sysctl allows
+            sock.setsockopt(socket.SOL_SOCKET, force, size)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, size)
+    sock.bind((0, 0))
+    return sock
+
+
+def _parse_errors(data: bytes) -> Iterable[tuple[int, int]]:
+    """(sequence, errno as the kernel sent it, 0 for an ack) of each NLMSG_ERROR in data."""
+    off = 0
+    while off < len(data):
+        length, mtype, _flags, seq, _pid = _NLMSGHDR.unpack_from(data, off)
+        if mtype == NLMSG_ERROR:
+            yield seq, struct.unpack_from("=i", data, off + 16)[0]
+        off += _align(length) if length else len(data)
+
+
+def parse_attrs(data: bytes, offset: int = 0) -> dict[int, bytes]:
+    """Top-level attributes of a message body after its fixed header (last one wins)."""
+    out: dict[int, bytes] = {}
+    while offset + 4 <= len(data):
+        length, kind = _RTA.unpack_from(data, offset)
+        if length < 4:
+            break
+        out[kind & 0x3FFF] = data[offset + 4 : offset + length]
+        offset += _align(length)
+    return out

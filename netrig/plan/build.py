@@ -1,0 +1,344 @@
+"""From a lab graph to a plan: names, interface indexes, subnets and addresses, routes.
+
+Address layout (per family, inside the pool): the first half holds one loopback per host
+node, numbered by node order (n1 → .1); the second half holds link subnets, all /31
+(/127) blocks first in link order, then larger blocks (segments, links with aliases),
+each aligned to its size. Contiguous numbering is what lets routes aggregate: on a ring,
+every node reaches half the lab through each neighbour in a handful of prefixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
+
+from netrig.plan.model import BridgePlan, IfacePlan, LabPlan, LinkPlan, NetworkPlan, NodePlan
+from netrig.spec.load import GraphLink, LabGraph, Problem, SpecError
+
+BASE_SYSCTLS = {
+    "net.ipv4.ip_forward": "1",
+    "net.ipv6.conf.all.forwarding": "1",
+    "net.ipv6.conf.all.accept_dad": "0",
+    "net.ipv6.conf.default.accept_dad": "0",
+    "net.ipv4.conf.all.rp_filter": "0",
+    "net.ipv4.conf.default.rp_filter": "0",
+}
+MAX_NS_NAME = 64
+
+
+@dataclass
+class _Segment:
+    """A set of ports that share one subnet: a p2p link, a switch fabric, or the whole lab."""
+
+    members: list[tuple[str, str]]  # (host node, iface or bridge name)
+    cost: int
+    aliases: int = 0
+    explicit: dict[tuple[str, str], list[str]] | None = None
+
+
+class _Pool:
+    """Hands out aligned blocks of a power-of-two size from one address range."""
+
+    def __init__(self, net: IPv4Network | IPv6Network) -> None:
+        self.net = net
+        self.next = int(net.network_address)
+        self.end = int(net.broadcast_address) + 1
+
+    def take(self, size: int) -> int:
+        start = -(-self.next // size) * size
+        if start + size > self.end:
+            raise OverflowError
+        self.next = start + size
+        return start
+
+
+def build_plan(graph: LabGraph) -> LabPlan:
+    spec = graph.spec
+    proto = graph.protocol
+    lab = spec.name
+    problems: list[Problem] = []
+    nodes: dict[str, NodePlan] = {}
+    for i, node in enumerate(graph.nodes.values(), start=1):
+        ns = f"{lab}-{node.name}"
+        if len(ns) > MAX_NS_NAME:
+            problems.append(Problem(graph.where(graph.node_paths[node.name]), f"namespace name {ns!r} too long"))
+        nodes[node.name] = NodePlan(node.name, node.kind, ns, i)
+    if problems:
+        raise SpecError(problems)
+
+    links: list[LinkPlan] = []
+    for link_id, link in enumerate(graph.links):
+        a_if = _add_iface(nodes[link.a], link.a_ifname, link_id, link.b, graph, link, problems)
+        b_if = _add_iface(nodes[link.b], link.b_ifname, link_id, link.a, graph, link, problems)
+        a_if.peer_iface, b_if.peer_iface = b_if.name, a_if.name
+        at = link.attrs
+        netem = at.netem_keys()
+        if netem:
+            from netrig.doctor import features  # probed only when a file asks for netem
+
+            if not features.has_feature("netem"):
+                problems.append(
+                    Problem(
+                        graph.where(link.path),
+                        f"link {link.a}–{link.b} sets {', '.join(netem)}, which needs the netem "
+                        "qdisc; this kernel has no netem (see `netrig doctor`)",
+                    )
+                )
+        links.append(
+            LinkPlan(
+                link.a, a_if.name, link.b, b_if.name, at.mtu, at.rate, at.burst, at.delay,
+                at.jitter, at.loss, at.aliases, at.cost,
+            )
+        )
+    _check_unique_ifnames(nodes, graph, problems)
+    if problems:
+        raise SpecError(problems)
+
+    # bridges: switch nodes always; every connected host when the protocol is pure L2
+    bridged_hosts = proto.bridge_per_node
+    stp_auto = _has_cycle(graph) if bridged_hosts else False
+    for node in nodes.values():
+        spec_node = graph.nodes[node.name]
+        wants_bridge = node.kind == "switch" or (bridged_hosts and node.ifaces)
+        if not wants_bridge:
+            continue
+        stp = spec_node.stp if node.kind == "switch" else _stp_option(proto, stp_auto)
+        node.bridge = BridgePlan("br0", 2 + len(node.ifaces), stp)
+        for iface in node.ifaces:
+            iface.master = "br0"
+
+    segments = _segments(nodes, links, graph, bridged_hosts, spec.addressing.mode)
+    networks = _assign_addresses(graph, nodes, segments, problems)
+    if problems:
+        raise SpecError(problems)
+
+    sysctls = dict(BASE_SYSCTLS)
+    sysctls.update(proto.sysctls())
+    plan = LabPlan(
+        name=lab,
+        protocol=proto.name,
+        routing_options=proto.options.model_dump(),
+        nodes=nodes,
+        links=links,
+        networks=networks,
+        sysctls=sysctls,
+        reachability=spec.check.reachability,
+        check_timeout=spec.check.timeout,
+        private_run=proto.private_run,
+    )
+    for name, routes in proto.routes(plan).items():
+        plan.nodes[name].routes = routes
+    return plan
+
+
+def _stp_option(proto: object, auto: bool) -> bool:
+    value = getattr(getattr(proto, "options", None), "stp", "auto")
+    return auto if value == "auto" else bool(value)
+
+
+def _add_iface(
+    node: NodePlan,
+    ifname: str | None,
+    link_id: int,
+    peer: str,
+    graph: LabGraph,
+    link: GraphLink,
+    problems: list[Problem],
+) -> IfacePlan:
+    name = ifname or f"eth{len(node.ifaces)}"
+    iface = IfacePlan(name, 2 + len(node.ifaces), link_id, peer, "")
+    node.ifaces.append(iface)
+    return iface
+
+
+def _check_unique_ifnames(nodes: dict[str, NodePlan], graph: LabGraph, problems: list[Problem]) -> None:
+    for node in nodes.values():
+        seen: set[str] = set()
+        for iface in node.ifaces:
+            if iface.name in seen or iface.name in ("lo", "br0"):
+                link = graph.links[iface.link]
+                problems.append(
+                    Problem(
+                        graph.where(link.path),
+                        f"interface name {iface.name!r} is used twice on node {node.name!r}",
+                    )
+                )
+            seen.add(iface.name)
+
+
+def _has_cycle(graph: LabGraph) -> bool:
+    parent = {n: n for n in graph.nodes}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for link in graph.links:
+        ra, rb = find(link.a), find(link.b)
+        if ra == rb:
+            return True
+        parent[ra] = rb
+    return False
+
+
+def _segments(
+    nodes: dict[str, NodePlan],
+    links: list[LinkPlan],
+    graph: LabGraph,
+    bridged_hosts: bool,
+    mode: str,
+) -> list[_Segment]:
+    """Group host ports into subnets: per link, per switch fabric, or one for all."""
+    if bridged_hosts:
+        members = [(n.name, "br0") for n in nodes.values() if n.bridge and n.kind == "host"]
+        return [_Segment(members, 1)]
+    segments: list[_Segment] = []
+    # switch fabrics: connected components of switch–switch links
+    parent = {n: n for n, p in nodes.items() if p.kind == "switch"}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for link in links:
+        if link.a in parent and link.b in parent:
+            parent[find(link.a)] = find(link.b)
+    fabric: dict[str, _Segment] = {}
+    shared: list[tuple[str, str]] = []
+    for link_id, link in enumerate(links):
+        glink = graph.links[link_id]
+        ends = [(link.a, link.a_iface, glink.a_addr), (link.b, link.b_iface, glink.b_addr)]
+        host_ends = [e for e in ends if nodes[e[0]].kind == "host"]
+        switch_ends = [e for e in ends if nodes[e[0]].kind == "switch"]
+        if not host_ends:
+            continue
+        explicit = {(n, i): [str(a) for a in addrs] for n, i, addrs in host_ends if addrs}
+        if switch_ends:
+            root = find(switch_ends[0][0])
+            seg = fabric.setdefault(root, _Segment([], link.cost, 0, {}))
+            seg.members.append((host_ends[0][0], host_ends[0][1]))
+            seg.aliases = max(seg.aliases, link.aliases)
+            assert seg.explicit is not None
+            seg.explicit.update(explicit)
+        elif mode == "shared-subnet":
+            shared += [(n, i) for n, i, _ in host_ends]
+        else:
+            segments.append(
+                _Segment([(n, i) for n, i, _ in host_ends], link.cost, link.aliases, explicit or None)
+            )
+    if shared:
+        segments.append(_Segment(shared, 1))
+    segments += [s for s in fabric.values() if s.members]
+    return segments
+
+
+def _assign_addresses(
+    graph: LabGraph,
+    nodes: dict[str, NodePlan],
+    segments: list[_Segment],
+    problems: list[Problem],
+) -> list[NetworkPlan]:
+    addressing = graph.spec.addressing
+    families = [p for p in (addressing.ipv4, addressing.ipv6) if p is not None]
+    networks = [NetworkPlan([], list(seg.members), seg.cost) for seg in segments]
+    hosts = [n for n in nodes.values() if n.kind == "host"]
+    for pool in families:
+        loop_half, link_half = pool.subnets(prefixlen_diff=1)
+        v4 = pool.version == 4
+        host_bits = 32 if v4 else 128
+        if addressing.loopbacks and not graph.protocol.bridge_per_node:
+            if len(hosts) + 1 > loop_half.num_addresses:
+                problems.append(
+                    Problem(
+                        graph.where(("addressing",)),
+                        f"address pool {pool} too small for {len(hosts)} loopbacks",
+                    )
+                )
+                continue
+            base = int(loop_half.network_address)
+            for host in hosts:
+                host.loopbacks.append(f"{ip_address(base + host.index)}/{host_bits}")
+        blocks = _Pool(link_half)
+        order = sorted(range(len(segments)), key=lambda k: _block_size(segments[k], v4) != 2)
+        for k in order:
+            seg = segments[k]
+            if seg.explicit:
+                _explicit_segment(graph, nodes, seg, networks[k], pool.version, problems)
+                continue
+            size = _block_size(seg, v4)
+            try:
+                start = blocks.take(size)
+            except OverflowError:
+                problems.append(
+                    Problem(
+                        graph.where(("addressing",)),
+                        f"address pool {pool} too small for the lab's links and segments",
+                    )
+                )
+                break
+            plen = host_bits - (size.bit_length() - 1)
+            networks[k].prefixes.append(f"{ip_address(start)}/{plen}")
+            first = start if size == 2 else start + 1
+            addrs = [ip_address(first + j) for j in range(len(seg.members) * (1 + seg.aliases))]
+            cursor = 0
+            for node_name, iface_name in seg.members:  # primaries in member order
+                _port_addrs(nodes[node_name], iface_name).append(f"{addrs[cursor]}/{plen}")
+                cursor += 1
+            for _ in range(seg.aliases):
+                for node_name, iface_name in seg.members:
+                    _port_addrs(nodes[node_name], iface_name).append(f"{addrs[cursor]}/{plen}")
+                    cursor += 1
+    return networks
+
+
+def _block_size(seg: _Segment, v4: bool) -> int:
+    count = len(seg.members) * (1 + seg.aliases)
+    if count <= 2:
+        return 2
+    need = count + (2 if v4 else 1)  # network and broadcast (v4); subnet-router anycast (v6)
+    return 1 << (need - 1).bit_length()
+
+
+def _port_addrs(node: NodePlan, port: str) -> list[str]:
+    if node.bridge and port == node.bridge.name:
+        return node.bridge.addrs
+    return node.iface(port).addrs
+
+
+def _explicit_segment(
+    graph: LabGraph,
+    nodes: dict[str, NodePlan],
+    seg: _Segment,
+    network: NetworkPlan,
+    version: int,
+    problems: list[Problem],
+) -> None:
+    """Explicit addresses: every port of the subnet must have them, in one subnet."""
+    assert seg.explicit is not None
+    nets = set()
+    for member in seg.members:
+        given = seg.explicit.get(member)
+        if given is None:
+            problems.append(
+                Problem(
+                    graph.where(("links",)),
+                    f"{member[0]}:{member[1]} has no explicit address but shares a subnet with "
+                    "ports that do; give addresses to every end or to none",
+                )
+            )
+            return
+        for cidr in given:
+            iface_net = ip_network(cidr, strict=False)
+            if iface_net.version != version:
+                continue
+            nets.add(iface_net)
+            _port_addrs(nodes[member[0]], member[1]).append(cidr)
+    if len(nets) > 1:
+        problems.append(
+            Problem(graph.where(("links",)), f"addresses of one link are in different subnets: {sorted(map(str, nets))}")
+        )
+    elif nets:
+        network.prefixes.append(str(nets.pop()))

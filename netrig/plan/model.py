@@ -1,0 +1,151 @@
+"""The plan: everything the lab engine will create, as plain data (JSON-serialisable).
+
+A plan is pure: made from a spec without root, testable, and stored beside a running lab
+so `exec`, `trace` and `down` work without the original file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class IfacePlan:
+    name: str
+    index: int  # ifindex inside the node's namespace (fixed at creation)
+    link: int  # index into LabPlan.links
+    peer: str  # node at the other end
+    peer_iface: str
+    addrs: list[str] = field(default_factory=list)  # "198.18.128.0/31", v4 then v6
+    master: str | None = None  # bridge this port belongs to
+
+
+@dataclass
+class BridgePlan:
+    name: str
+    index: int
+    stp: bool
+    addrs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RoutePlan:
+    dst: str  # "198.18.0.0/24"
+    nexthops: list[tuple[str, int]]  # (gateway, ifindex); several = multipath
+
+
+@dataclass
+class NodePlan:
+    name: str
+    kind: str  # host | switch
+    ns: str  # namespace name
+    index: int  # 1-based position among all nodes (stable, used for addressing)
+    ifaces: list[IfacePlan] = field(default_factory=list)
+    loopbacks: list[str] = field(default_factory=list)  # "198.18.0.1/32", "2001:2::1/128"
+    bridge: BridgePlan | None = None
+    routes: list[RoutePlan] = field(default_factory=list)
+
+    def iface(self, name: str) -> IfacePlan:
+        for iface in self.ifaces:
+            if iface.name == name:
+                return iface
+        raise KeyError(f"{self.name} has no interface {name}")
+
+    def addresses(self, family: int = 4) -> list[str]:
+        """Addresses without prefix length: loopbacks first, then bridge, then links."""
+        out = []
+        cidrs = [*self.loopbacks, *(self.bridge.addrs if self.bridge else [])]
+        for iface in self.ifaces:
+            cidrs += iface.addrs
+        for cidr in cidrs:
+            addr = cidr.split("/")[0]
+            if (":" in addr) == (family == 6):
+                out.append(addr)
+        return out
+
+
+@dataclass
+class LinkPlan:
+    a: str
+    a_iface: str
+    b: str
+    b_iface: str
+    mtu: int | None = None
+    rate: int | None = None  # bit/s
+    burst: int | None = None
+    delay: float | None = None
+    jitter: float | None = None
+    loss: float | None = None
+    aliases: int = 0
+    cost: int = 1
+
+
+@dataclass
+class NetworkPlan:
+    """One L3 subnet: a point-to-point link or a switched segment, with its routers."""
+
+    prefixes: list[str]  # one per family
+    members: list[tuple[str, str]]  # (node, iface or bridge name)
+    cost: int = 1
+
+
+@dataclass
+class LabPlan:
+    name: str
+    protocol: str
+    routing_options: dict[str, Any]
+    nodes: dict[str, NodePlan]
+    links: list[LinkPlan]
+    networks: list[NetworkPlan]
+    sysctls: dict[str, str]
+    reachability: str
+    check_timeout: float
+    private_run: bool = False
+    source_file: str | None = None
+
+    def node(self, name: str) -> NodePlan:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise KeyError(f"lab {self.name!r} has no node {name!r}") from None
+
+    def addr(self, node: str, family: int = 4) -> str:
+        """The address that stands for a node: its loopback, else its first address."""
+        addrs = self.node(node).addresses(family)
+        if not addrs:
+            raise KeyError(f"node {node!r} has no IPv{family} address")
+        return addrs[0]
+
+    def hosts(self) -> list[NodePlan]:
+        return [n for n in self.nodes.values() if n.kind == "host"]
+
+    def route_count(self) -> int:
+        return sum(len(n.routes) for n in self.nodes.values())
+
+    def to_json(self, with_routes: bool = False) -> str:
+        data = asdict(self)
+        if not with_routes:
+            for node in data["nodes"].values():
+                node["routes"] = []
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> LabPlan:
+        data = json.loads(text)
+        nodes = {}
+        for name, n in data["nodes"].items():
+            n["ifaces"] = [IfacePlan(**i) for i in n["ifaces"]]
+            n["bridge"] = BridgePlan(**n["bridge"]) if n["bridge"] else None
+            n["routes"] = [
+                RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]]) for r in n["routes"]
+            ]
+            nodes[name] = NodePlan(**n)
+        data["nodes"] = nodes
+        data["links"] = [LinkPlan(**link) for link in data["links"]]
+        data["networks"] = [
+            NetworkPlan(n["prefixes"], [tuple(m) for m in n["members"]], n["cost"])
+            for n in data["networks"]
+        ]
+        return cls(**data)

@@ -1,0 +1,79 @@
+"""Routing protocol plugins: one small class per file, found through one registry.
+
+A plugin says what it needs from the plan (addressing mode, a bridge per node, a private
+/run per node, tools) and what it does to a lab: kernel routes computed from the graph
+(`routes`), and/or daemons started and supervised (`start`, `stop`, `converged`).
+Adding a protocol means adding one module here that decorates its class with @register.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import LabPlan, RoutePlan
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoutingProtocol:
+    """Base class: the defaults describe a protocol that installs nothing."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    addressing: ClassVar[str | None] = None  # forced addressing mode, None = the file's choice
+    refuses_addressing: ClassVar[tuple[str, ...]] = ()
+    bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
+    private_run: ClassVar[bool] = False  # daemons need a private /run per node
+    tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
+
+    def __init__(self, options: BaseModel) -> None:
+        self.options = options
+
+    def sysctls(self) -> dict[str, str]:
+        """Per-namespace sysctls on top of the lab defaults (ip_forward etc.)."""
+        return {}
+
+    def routes(self, plan: LabPlan) -> dict[str, list[RoutePlan]]:
+        """Kernel routes per node, computed without root (static protocols)."""
+        return {}
+
+    def start(self, lab: Lab) -> None:
+        """Start daemons once links and addresses exist."""
+
+    def stop(self, lab: Lab) -> None:
+        """Stop what start() started (the ledger ends leftovers by PID anyway)."""
+
+    def converged(self, lab: Lab) -> bool:
+        """True once the protocol's routes are in place; `up` polls it."""
+        return True
+
+
+PROTOCOLS: dict[str, type[RoutingProtocol]] = {}
+
+
+def register(cls: type[RoutingProtocol]) -> type[RoutingProtocol]:
+    PROTOCOLS[cls.name] = cls
+    return cls
+
+
+def load_plugins() -> dict[str, type[RoutingProtocol]]:
+    """Import every module of this package once, so each registers its protocol."""
+    if not PROTOCOLS:
+        for info in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{info.name}")
+    return PROTOCOLS
+
+
+def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:
+    """A configured plugin; raises KeyError for an unknown name, ValidationError for options."""
+    cls = load_plugins()[protocol]
+    return cls(cls.Options.model_validate(options))

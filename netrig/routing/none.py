@@ -1,0 +1,11 @@
+"""none: addresses only; nodes reach their direct neighbours and nothing else."""
+
+from __future__ import annotations
+
+from netrig.routing import RoutingProtocol, register
+
+
+@register
+class NoRouting(RoutingProtocol):
+    name = "none"
+    summary = "no routes beyond connected subnets"

@@ -1,0 +1,266 @@
+"""Load a lab file: YAML with positions → typed models → one graph of nodes and links.
+
+Every problem becomes a `SpecError` whose lines read `file:line:col: message`, found
+before anything is created. The expanded `LabGraph` has generated and explicit parts merged.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from netrig import routing
+from netrig.spec import yamlmarks
+from netrig.spec.models import LabSpec, Link, LinkAttrs, Node
+from netrig.spec.topology import generate
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+class SpecError(Exception):
+    """Bad input: one or more problems, each pointing at file:line:col."""
+
+    exit_code = 2
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+@dataclass
+class GraphLink:
+    a: str
+    b: str
+    attrs: LinkAttrs
+    a_ifname: str | None = None
+    b_ifname: str | None = None
+    a_addr: list[Any] | None = None
+    b_addr: list[Any] | None = None
+    path: tuple[str | int, ...] = ()  # where it was written, for later errors
+
+
+@dataclass
+class LabGraph:
+    """The lab as plain nodes and links, generated and explicit parts merged."""
+
+    spec: LabSpec
+    nodes: dict[str, Node]
+    links: list[GraphLink]
+    protocol: routing.RoutingProtocol
+    doc: yamlmarks.MarkedDoc | None = None
+    node_paths: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
+
+    def where(self, path: tuple[str | int, ...]) -> str:
+        return self.doc.where(path) if self.doc else "<spec>"
+
+
+def load_file(path: str) -> LabGraph:
+    try:
+        doc = yamlmarks.load_file(path)
+    except OSError as exc:
+        raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
+    return load_doc(doc)
+
+
+def load_text(text: str, file: str = "<string>") -> LabGraph:
+    return load_doc(yamlmarks.load(text, file))
+
+
+def load_doc(doc: yamlmarks.MarkedDoc) -> LabGraph:
+    if not isinstance(doc.data, dict):
+        raise SpecError([Problem(doc.where(()), "a lab file is a mapping (name:, topology:, …)")])
+    try:
+        spec = LabSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise SpecError(_problems(exc, doc, LabSpec)) from None
+    protocol = _make_protocol(spec, doc)
+    return expand(spec, protocol, doc)
+
+
+def from_spec(spec: LabSpec) -> LabGraph:
+    """For labs built in code (Python API) rather than from a file."""
+    return expand(spec, _make_protocol(spec, None), None)
+
+
+def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.RoutingProtocol:
+    where = doc.where if doc else (lambda path, key=False: "<spec>")
+    protocols = routing.load_plugins()
+    name = spec.routing.protocol
+    if name not in protocols:
+        hint = _did_you_mean(name, protocols)
+        raise SpecError(
+            [
+                Problem(
+                    where(("routing", "protocol")),
+                    f"unknown routing protocol {name!r}{hint}; known: {', '.join(sorted(protocols))}",
+                )
+            ]
+        )
+    try:
+        proto = routing.make(name, spec.routing.options())
+    except ValidationError as exc:
+        if doc is None:
+            raise SpecError([Problem("<spec>", str(exc))]) from None
+        problems = _problems(exc, doc, protocols[name].Options, prefix=("routing",))
+        raise SpecError(problems) from None
+    cls = type(proto)
+    if spec.addressing.mode in cls.refuses_addressing:
+        raise SpecError(
+            [
+                Problem(
+                    where(("addressing", "mode")),
+                    f"routing {name!r} cannot use addressing mode {spec.addressing.mode!r}",
+                )
+            ]
+        )
+    return proto
+
+
+def expand(spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.MarkedDoc | None) -> LabGraph:
+    """Merge the generated topology with explicit nodes and links; check references."""
+    graph = LabGraph(spec, {}, [], protocol, doc)
+    problems: list[Problem] = []
+    index_of: dict[frozenset[str], int] = {}
+    if spec.topology:
+        names, edges = generate(spec.topology)
+        for name in names:
+            graph.nodes[name] = Node(name=name)
+            graph.node_paths[name] = ("topology",)
+        for a, b in edges:
+            index_of[frozenset((a, b))] = len(graph.links)
+            graph.links.append(GraphLink(a, b, spec.link_defaults, path=("topology",)))
+    explicit: set[str] = set()
+    for i, node in enumerate(spec.nodes):
+        if node.name in explicit:
+            problems.append(Problem(graph.where(("nodes", i, "name")), f"duplicate node {node.name!r}"))
+            continue
+        explicit.add(node.name)
+        graph.nodes[node.name] = node  # overrides a generated node of that name
+        graph.node_paths[node.name] = ("nodes", i)
+    seen_explicit: set[frozenset[str]] = set()
+    for i, link in enumerate(spec.links):
+        for end in ("a", "b"):
+            name = getattr(link, end)
+            if name not in graph.nodes:
+                hint = _did_you_mean(name, graph.nodes)
+                problems.append(
+                    Problem(graph.where(("links", i, end)), f"link to unknown node {name!r}{hint}")
+                )
+        key = frozenset((link.a, link.b))
+        if key in seen_explicit:
+            problems.append(
+                Problem(graph.where(("links", i)), f"duplicate link {link.a}–{link.b}")
+            )
+            continue
+        seen_explicit.add(key)
+        merged = _merge_attrs(spec.link_defaults, link)
+        glink = GraphLink(
+            link.a, link.b, merged, link.a_ifname, link.b_ifname, link.a_addr, link.b_addr, ("links", i)
+        )
+        if key in index_of:  # the topology already has this link: set its attributes
+            old = graph.links[index_of[key]]
+            if (old.a, old.b) != (link.a, link.b):  # keep the generated orientation
+                glink = GraphLink(
+                    old.a, old.b, merged, link.b_ifname, link.a_ifname, link.b_addr, link.a_addr,
+                    ("links", i),
+                )
+            graph.links[index_of[key]] = glink
+        else:
+            index_of[key] = len(graph.links)
+            graph.links.append(glink)
+    if problems:
+        raise SpecError(problems)
+    return graph
+
+
+def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:
+    values = defaults.model_dump(exclude_unset=True)
+    values.update(link.attrs())
+    return LinkAttrs.model_validate(values)
+
+
+# ----------------------------------------------------------------- error messages
+
+
+def _did_you_mean(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _problems(
+    exc: ValidationError,
+    doc: yamlmarks.MarkedDoc,
+    model: type[BaseModel],
+    prefix: tuple[str | int, ...] = (),
+) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_tag(p))
+        path = (*prefix, *loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            fields = _fields_at(model, loc[:-1])
+            hint = _did_you_mean(loc[-1], fields) if fields else ""
+            known = f"; known keys: {', '.join(fields)}" if fields and not hint else ""
+            problems.append(Problem(doc.where(path, key=True), f"unknown key {loc[-1]!r}{hint}{known}"))
+            continue
+        if kind == "missing":
+            problems.append(Problem(doc.where(path[:-1]), f"missing key {path[-1]!r}"))
+            continue
+        msg = err["msg"].removeprefix("Value error, ")
+        if kind not in ("value_error", "assertion_error") and "input" in err:
+            got = err["input"]
+            if not isinstance(got, dict | list):
+                msg += f" (got {got!r})"
+        name = ".".join(str(p) for p in path)
+        label = f"{name}: " if name and kind != "value_error" else ""
+        problems.append(Problem(doc.where(path), f"{label}{msg}"))
+    # one message per place: pydantic reports each arm of a union separately
+    unique: dict[str, Problem] = {}
+    for p in problems:
+        unique.setdefault(p.where, p)
+    return list(unique.values())
+
+
+def _is_tag(part: str) -> bool:
+    """pydantic adds union-arm and validator tags to locations; they are not YAML keys."""
+    return "[" in part or part in ("function-after", "function-before", "IPv4Interface", "IPv6Interface", "int", "str")
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            fld = current.model_fields.get(part)
+            current = fld.annotation if fld else None
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(tp: Any) -> Any:
+    """Optional[X] → X (the model arm of a union)."""
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        for arg in typing.get_args(tp):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    return tp

@@ -1,0 +1,242 @@
+"""The lab file as typed models: what a user may write, with types, ranges and defaults.
+
+Validation and normalisation live here (pydantic v2); the loader (`netrig.spec.load`)
+turns pydantic's errors into `file:line:col` messages. Nothing here touches the kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network, ip_interface
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from netrig.spec.units import parse_duration, parse_percent, parse_rate
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+MAX_LAB_NAME = 20
+MAX_NODE_NAME = 24
+IFNAMSIZ = 16  # including the terminating NUL: 15 visible characters
+
+
+def _name(kind: str, limit: int) -> Any:
+    def check(value: str) -> str:
+        if not NAME_RE.match(value):
+            raise ValueError(
+                f"{kind} name {value!r} may hold only letters, digits, '_', '.', '-' "
+                "and must start with a letter or digit"
+            )
+        if len(value) > limit:
+            raise ValueError(f"{kind} name {value!r} is {len(value)} characters; at most {limit}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _ifname(value: str) -> str:
+    """The kernel's dev_valid_name(): 1–15 characters, no '/', ':' or white space."""
+    if not value or value in (".", ".."):
+        raise ValueError(f"{value!r} is not a valid interface name")
+    if len(value) >= IFNAMSIZ:
+        raise ValueError(
+            f"interface name {value!r} is {len(value)} characters; the kernel allows at most 15"
+        )
+    bad = [c for c in value if c in "/:" or c.isspace()]
+    if bad:
+        raise ValueError(f"interface name {value!r} contains {bad[0]!r}, which the kernel refuses")
+    return value
+
+
+LabName = Annotated[str, _name("lab", MAX_LAB_NAME)]
+NodeName = Annotated[str, _name("node", MAX_NODE_NAME)]
+IfName = Annotated[str, AfterValidator(_ifname)]
+Rate = Annotated[int, BeforeValidator(parse_rate)]
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+Percent = Annotated[float, BeforeValidator(parse_percent)]
+
+
+def _addresses(value: Any) -> list[IPv4Interface | IPv6Interface]:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        iface = ip_interface(str(item))
+        if "/" not in str(item):
+            raise ValueError(f"{item!r} needs a prefix length, e.g. {item}/24")
+        out.append(iface)
+    return out
+
+
+Addresses = Annotated[list[IPv4Interface | IPv6Interface], BeforeValidator(_addresses)]
+
+
+class Strict(BaseModel):
+    """Every model refuses unknown keys, so a typo is an error, not a silent default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LinkAttrs(Strict):
+    """Properties of a link; used per link and as `link_defaults` for generated links."""
+
+    mtu: int | None = Field(None, ge=68, le=65535, description="MTU of both ends")
+    rate: Rate | None = Field(None, description="rate limit per direction, tc units: 100mbit")
+    burst: int | None = Field(None, ge=1, description="token bucket burst in bytes (rate only)")
+    delay: Seconds | None = Field(None, description="one-way delay per direction (needs netem)")
+    jitter: Seconds | None = Field(None, description="delay variation (needs netem)")
+    loss: Percent | None = Field(None, description="packet loss per direction (needs netem)")
+    aliases: int = Field(0, ge=0, le=1024, description="extra IP addresses on each end")
+    cost: int = Field(1, ge=1, le=65535, description="metric for shortest-path routing")
+
+    def netem_keys(self) -> list[str]:
+        return [k for k in ("delay", "jitter", "loss") if getattr(self, k) is not None]
+
+
+_LINK_ATTR_NAMES = tuple(LinkAttrs.model_fields)
+
+
+class Link(LinkAttrs):
+    a: NodeName
+    b: NodeName
+    a_ifname: IfName | None = None
+    b_ifname: IfName | None = None
+    a_addr: Addresses | None = Field(None, description="explicit addresses of the a end")
+    b_addr: Addresses | None = Field(None, description="explicit addresses of the b end")
+
+    @model_validator(mode="after")
+    def _no_self_loop(self) -> Link:
+        if self.a == self.b:
+            raise ValueError(f"link from {self.a!r} to itself: a self-loop is not a link")
+        return self
+
+    def attrs(self) -> dict[str, Any]:
+        """The attributes set explicitly (for merging over generated links)."""
+        return {k: getattr(self, k) for k in self.model_fields_set if k in _LINK_ATTR_NAMES}
+
+
+class Node(Strict):
+    name: NodeName
+    kind: Literal["host", "switch"] = "host"
+    stp: bool = Field(False, description="spanning tree on a switch node")
+
+    @model_validator(mode="after")
+    def _stp_on_switch(self) -> Node:
+        if self.stp and self.kind != "switch":
+            raise ValueError("stp applies to switch nodes (kind: switch)")
+        return self
+
+
+TopologyKind = Literal["pair", "chain", "ring", "ladder", "star", "grid", "tree", "full-mesh"]
+
+_TOPOLOGY_PARAMS: dict[str, tuple[str, ...]] = {
+    "pair": (),
+    "chain": ("nodes",),
+    "ring": ("nodes",),
+    "ladder": ("nodes",),
+    "star": ("leaves",),
+    "grid": ("rows", "cols"),
+    "tree": ("depth", "fanout"),
+    "full-mesh": ("nodes",),
+}
+_TOPOLOGY_MIN_NODES = {"chain": 2, "ring": 3, "ladder": 4, "full-mesh": 2}
+
+
+class Topology(Strict):
+    """A generated topology; nodes are named n1 … nN."""
+
+    kind: TopologyKind
+    nodes: int | None = Field(None, ge=1, le=10000)
+    leaves: int | None = Field(None, ge=1, le=10000)
+    rows: int | None = Field(None, ge=1, le=200)
+    cols: int | None = Field(None, ge=1, le=200)
+    depth: int | None = Field(None, ge=1, le=20)
+    fanout: int | None = Field(None, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _params_fit_kind(self) -> Topology:
+        wanted = _TOPOLOGY_PARAMS[self.kind]
+        given = {k for k in ("nodes", "leaves", "rows", "cols", "depth", "fanout") if getattr(self, k)}
+        missing = [k for k in wanted if k not in given]
+        extra = sorted(given - set(wanted))
+        if missing:
+            raise ValueError(f"topology {self.kind!r} needs {', '.join(missing)}")
+        if extra:
+            needs = ", ".join(wanted) or "no parameters"
+            raise ValueError(f"topology {self.kind!r} takes {needs}, not {', '.join(extra)}")
+        low = _TOPOLOGY_MIN_NODES.get(self.kind)
+        if low and self.nodes is not None and self.nodes < low:
+            raise ValueError(f"a {self.kind} needs at least {low} nodes")
+        if self.kind == "tree" and self.fanout and self.depth and self.fanout**self.depth > 10000:
+            raise ValueError("tree too large (more than 10000 nodes)")
+        return self
+
+
+class Routing(BaseModel):
+    """`protocol` picks a plugin from netrig.routing; other keys are that plugin's options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    protocol: str = "static"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class Addressing(Strict):
+    mode: Literal["p2p", "shared-subnet"] = Field(
+        "p2p",
+        description="p2p: a /31 (/127) per link; shared-subnet: all mesh interfaces in one subnet",
+    )
+    ipv4: IPv4Network | None = IPv4Network("198.18.0.0/15")
+    ipv6: IPv6Network | None = IPv6Network("2001:2::/48")
+    loopbacks: bool = Field(True, description="a /32 (/128) per node on lo")
+
+    @field_validator("ipv4", "ipv6", mode="before")
+    @classmethod
+    def _false_means_off(cls, value: Any) -> Any:
+        return None if value is False else value
+
+    @model_validator(mode="after")
+    def _some_family(self) -> Addressing:
+        if self.ipv4 is None and self.ipv6 is None:
+            raise ValueError("at least one of ipv4 and ipv6 must be on")
+        if self.ipv4 is not None and self.ipv4.prefixlen > 29:
+            raise ValueError(f"ipv4 pool {self.ipv4} is too small (at most /29)")
+        if self.ipv6 is not None and self.ipv6.prefixlen > 64:
+            raise ValueError(f"ipv6 pool {self.ipv6} is too small (at most /64)")
+        return self
+
+
+class Check(Strict):
+    """What `up` verifies before it reports the lab usable."""
+
+    reachability: Literal["auto", "all", "sample", "none"] = Field(
+        "auto", description="ping checks: all pairs, a sample per node, none; auto = all up to 128 nodes"
+    )
+    timeout: Seconds = 10.0
+
+
+class LabSpec(Strict):
+    """A lab file: what network to build."""
+
+    name: LabName
+    topology: Topology | None = None
+    nodes: list[Node] = []
+    links: list[Link] = []
+    link_defaults: LinkAttrs = LinkAttrs()
+    routing: Routing = Routing()
+    addressing: Addressing = Addressing()
+    check: Check = Check()
+
+    @model_validator(mode="after")
+    def _something_to_build(self) -> LabSpec:
+        if self.topology is None and not self.nodes:
+            raise ValueError("a lab needs a `topology:` or a `nodes:` list (or both)")
+        return self

@@ -1,0 +1,62 @@
+"""Parsing of human units in lab files: rates (tc's spelling), durations, percentages."""
+
+from __future__ import annotations
+
+import re
+
+# tc's convention: "bit" units are bits per second, "bps" units are BYTES per second.
+_RATE_UNITS = {
+    "": 1, "bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9, "tbit": 10**12,
+    "bps": 8, "kbps": 8 * 10**3, "mbps": 8 * 10**6, "gbps": 8 * 10**9, "tbps": 8 * 10**12,
+    "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+}
+_TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
+_NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def parse_rate(text: str | int | float) -> int:
+    """'100mbit' → 100_000_000 bit/s (tc units; '1mbps' is one megaBYTE per second)."""
+    if isinstance(text, int | float):
+        if text <= 0:
+            raise ValueError("a rate must be positive")
+        return int(text)
+    m = re.fullmatch(_NUMBER + r"\s*([a-zA-Z]*)", text.strip())
+    if not m or m.group(2).lower() not in _RATE_UNITS:
+        raise ValueError(
+            f"{text!r} is not a rate; write e.g. 100mbit, 1gbit, 500kbit (tc units: bit/kbit/"
+            "mbit/gbit; kbps/mbps/gbps mean BYTES per second)"
+        )
+    value = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+    if value < 8:
+        raise ValueError(f"{text!r} is too small a rate")
+    return int(value)
+
+
+def parse_duration(text: str | int | float) -> float:
+    """'10ms' → 0.01 seconds; a bare number is seconds."""
+    if isinstance(text, int | float):
+        return float(text)
+    m = re.fullmatch(_NUMBER + r"\s*([a-z]*)", text.strip())
+    if not m or (m.group(2) or "s") not in _TIME_UNITS:
+        raise ValueError(f"{text!r} is not a duration; write e.g. 10ms, 1.5s, 200us")
+    return float(m.group(1)) * _TIME_UNITS[m.group(2) or "s"]
+
+
+def parse_percent(text: str | int | float) -> float:
+    """'1%' or 1 → 1.0 (percent)."""
+    value = float(text) if isinstance(text, int | float) else None
+    if value is None:
+        m = re.fullmatch(_NUMBER + r"\s*%?", str(text).strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a percentage; write e.g. 1% or 0.5%")
+        value = float(m.group(1))
+    if not 0 <= value <= 100:
+        raise ValueError(f"{text!r}: a percentage is between 0 and 100")
+    return value
+
+
+def format_rate(bits_per_second: float) -> str:
+    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bits_per_second >= scale:
+            return f"{bits_per_second / scale:.3g} {unit}"
+    return f"{bits_per_second:.0f} bit/s"
