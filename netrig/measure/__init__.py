@@ -1,0 +1,1 @@
+"""Measurements: running the tools and parsing their output into samples."""

@@ -1,0 +1,486 @@
+"""SQLite results store: experiments, their runs, and the runs' samples.
+
+Why SQLite: one file, safe to read while an experiment writes (WAL), and each run is written
+in one transaction, so a crash or Ctrl-C never leaves half a run. The schema carries its
+version (``PRAGMA user_version``) and a list of migrations, so a database made by an older
+netrig opens under a newer one.
+
+    with ResultStore("netrig.db") as store:
+        eid = store.begin_experiment("pair-iperf3", file_text, collect_host_facts(["iperf3"]))
+        store.record_run(eid, {"hops": 1}, 0, "ok", {"iperf3": result.samples},
+                         started=t0, ended=t1)
+        store.finish_experiment(eid, "ok")
+        store.export_csv(sys.stdout, eid)
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal
+
+from netrig.results.sample import Sample
+
+RunStatus = Literal["ok", "failed", "interrupted"]
+ExperimentStatus = Literal["running", "ok", "failed", "interrupted"]
+RUN_STATUSES: tuple[str, ...] = ("ok", "failed", "interrupted")
+EXPERIMENT_STATUSES: tuple[str, ...] = ("running", "ok", "failed", "interrupted")
+
+# Migration i (0-based) takes a database from version i to version i + 1. Append new steps;
+# never edit a released one, since databases in the field already ran it.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # v1: experiments, runs, samples.
+    (
+        """CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            file_text TEXT NOT NULL,
+            file_hash TEXT NOT NULL,          -- sha256 of file_text, hex
+            started TEXT NOT NULL,            -- ISO 8601, UTC
+            ended TEXT,
+            status TEXT NOT NULL DEFAULT 'running'
+                CHECK (status IN ('running', 'ok', 'failed', 'interrupted')),
+            host_facts TEXT NOT NULL DEFAULT '{}'   -- JSON object
+        )""",
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            experiment_id INTEGER NOT NULL REFERENCES experiments(id) ON DELETE CASCADE,
+            point TEXT NOT NULL DEFAULT '{}',  -- JSON object: this run's vary: values
+            repetition INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'interrupted')),
+            reason TEXT,
+            stderr TEXT,
+            started TEXT,
+            ended TEXT,
+            duration REAL                      -- seconds
+        )""",
+        """CREATE TABLE samples (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            measurement TEXT NOT NULL,         -- e.g. 'iperf3'
+            metric TEXT NOT NULL,              -- e.g. 'throughput'
+            value REAL NOT NULL,
+            unit TEXT NOT NULL DEFAULT '',
+            t REAL                             -- interval start, s; NULL: the run's summary
+        )""",
+        "CREATE INDEX samples_by_run ON samples(run_id)",
+        "CREATE INDEX runs_by_experiment ON runs(experiment_id)",
+        "CREATE INDEX experiments_by_name ON experiments(name, started)",
+    ),
+    # v2: a label per sample (parallel iperf3 streams, fping targets).
+    ("ALTER TABLE samples ADD COLUMN stream TEXT",),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Columns every tidy row has; sweep parameters go between RUN_COLUMNS and SAMPLE_COLUMNS.
+RUN_COLUMNS: tuple[str, ...] = (
+    "experiment", "experiment_id", "run", "repetition", "status", "reason",
+)
+SAMPLE_COLUMNS: tuple[str, ...] = ("measurement", "metric", "stream", "value", "unit", "t")
+EXPORT_FORMAT_VERSION = 1
+
+
+class StoreError(Exception):
+    """The database cannot be used as asked (newer schema, unknown experiment, bad input)."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One `netrig run` of one experiment file, with the facts of the host it ran on."""
+
+    id: int
+    name: str
+    file_text: str
+    file_hash: str
+    started: datetime
+    ended: datetime | None
+    status: str
+    host_facts: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One sweep point × repetition; `reason` and `stderr` explain a failed run."""
+
+    id: int
+    experiment_id: int
+    point: dict[str, Any]
+    repetition: int
+    status: str
+    reason: str | None
+    stderr: str | None
+    started: datetime | None
+    ended: datetime | None
+    duration: float | None
+
+
+def point_key(point: Mapping[str, Any]) -> str:
+    """Canonical text of a sweep point, equal for equal points whatever their key order."""
+    return json.dumps(point, sort_keys=True, separators=(",", ":"))
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise StoreError(f"timestamp {moment!r} has no time zone; use datetime.now(UTC)")
+    return moment.astimezone(UTC).isoformat()
+
+
+def _from_iso(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ResultStore:
+    """The results database at `path`, created and migrated to SCHEMA_VERSION on open."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is exactly
+        # what _transaction() encloses and nothing commits behind our back.
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
+        self._db.row_factory = sqlite3.Row
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; the store is unusable afterwards."""
+        self._db.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so two writers queue instead of failing
+        # half-way; BaseException so Ctrl-C also rolls back.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version of the open database."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        if self.schema_version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: results schema v{self.schema_version} is newer than this "
+                f"netrig understands (v{SCHEMA_VERSION}); upgrade netrig"
+            )
+        while self.schema_version < SCHEMA_VERSION:
+            with self._transaction() as db:
+                # Read again under the lock: another process may have migrated meanwhile.
+                version = int(db.execute("PRAGMA user_version").fetchone()[0])
+                if version >= SCHEMA_VERSION:
+                    break
+                for statement in MIGRATIONS[version]:
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {version + 1}")
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def begin_experiment(
+        self, name: str, file_text: str, host_facts: Mapping[str, Any]
+    ) -> int:
+        """Record the start of an experiment (status 'running') and return its id."""
+        file_hash = hashlib.sha256(file_text.encode()).hexdigest()
+        facts = json.dumps(dict(host_facts), sort_keys=True)
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO experiments (name, file_text, file_hash, started, host_facts)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (name, file_text, file_hash, _iso(_now()), facts),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def record_run(
+        self,
+        experiment_id: int,
+        point: Mapping[str, Any],
+        repetition: int,
+        status: RunStatus,
+        samples: Mapping[str, Iterable[Sample]] | None = None,
+        reason: str | None = None,
+        stderr: str | None = None,
+        *,
+        started: datetime | None = None,
+        ended: datetime | None = None,
+    ) -> int:
+        """Store one run and its samples (measurement name → samples) in one transaction.
+
+        Either all of it is in the database afterwards or, on any exception, none of it.
+        """
+        if status not in RUN_STATUSES:
+            raise StoreError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
+        if not all(isinstance(key, str) for key in point):
+            raise StoreError(f"sweep point keys must be strings: {dict(point)!r}")
+        try:
+            point_text = json.dumps(dict(point))
+        except (TypeError, ValueError) as error:
+            raise StoreError(f"sweep point {dict(point)!r} is not JSON: {error}") from None
+        duration = (ended - started).total_seconds() if started and ended else None
+
+        def sample_rows(run_id: int) -> Iterator[tuple[Any, ...]]:
+            for measurement, items in (samples or {}).items():
+                for sample in items:
+                    if not isinstance(sample, Sample):
+                        raise StoreError(f"{measurement}: not a Sample: {sample!r}")
+                    yield (run_id, measurement, sample.metric, sample.value, sample.unit,
+                           sample.t, sample.stream)
+
+        if not self._db.execute(
+            "SELECT 1 FROM experiments WHERE id = ?", (experiment_id,)
+        ).fetchone():
+            raise StoreError(f"no experiment with id {experiment_id}")
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (experiment_id, point, repetition, status, reason, stderr,"
+                " started, ended, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (experiment_id, point_text, repetition, status, reason, stderr,
+                 _iso(started), _iso(ended), duration),
+            )
+            run_id = cursor.lastrowid
+            assert run_id is not None
+            db.executemany(
+                "INSERT INTO samples (run_id, measurement, metric, value, unit, t, stream)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                sample_rows(run_id),
+            )
+        return run_id
+
+    def finish_experiment(self, experiment_id: int, status: ExperimentStatus) -> None:
+        """Mark an experiment as ended with `status` ('ok', 'failed' or 'interrupted')."""
+        if status not in EXPERIMENT_STATUSES or status == "running":
+            raise StoreError(
+                f"an experiment ends as 'ok', 'failed' or 'interrupted', not {status!r}"
+            )
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE experiments SET status = ?, ended = ? WHERE id = ?",
+                (status, _iso(_now()), experiment_id),
+            )
+        if cursor.rowcount != 1:
+            raise StoreError(f"no experiment with id {experiment_id}")
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _experiment(row: sqlite3.Row) -> Experiment:
+        return Experiment(
+            id=row["id"], name=row["name"], file_text=row["file_text"],
+            file_hash=row["file_hash"], started=datetime.fromisoformat(row["started"]),
+            ended=_from_iso(row["ended"]), status=row["status"],
+            host_facts=json.loads(row["host_facts"]),
+        )
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> Run:
+        return Run(
+            id=row["id"], experiment_id=row["experiment_id"], point=json.loads(row["point"]),
+            repetition=row["repetition"], status=row["status"], reason=row["reason"],
+            stderr=row["stderr"], started=_from_iso(row["started"]),
+            ended=_from_iso(row["ended"]), duration=row["duration"],
+        )
+
+    def experiments(self) -> list[Experiment]:
+        """All experiments, oldest first."""
+        rows = self._db.execute("SELECT * FROM experiments ORDER BY id").fetchall()
+        return [self._experiment(row) for row in rows]
+
+    def experiment(self, experiment_id: int) -> Experiment:
+        """The experiment with this id; StoreError if there is none."""
+        row = self._db.execute(
+            "SELECT * FROM experiments WHERE id = ?", (experiment_id,)
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"no experiment with id {experiment_id}")
+        return self._experiment(row)
+
+    def find_experiment(self, id_or_name: int | str) -> Experiment | None:
+        """An experiment by id, or the newest one of that name.
+
+        A string of digits is tried as an id first, then as a name; None if nothing matches.
+        """
+        if isinstance(id_or_name, int) or id_or_name.isdigit():
+            row = self._db.execute(
+                "SELECT * FROM experiments WHERE id = ?", (int(id_or_name),)
+            ).fetchone()
+            if row is not None or isinstance(id_or_name, int):
+                return None if row is None else self._experiment(row)
+        row = self._db.execute(
+            "SELECT * FROM experiments WHERE name = ? ORDER BY started DESC, id DESC LIMIT 1",
+            (id_or_name,),
+        ).fetchone()
+        return None if row is None else self._experiment(row)
+
+    def runs(self, experiment_id: int) -> list[Run]:
+        """The runs of an experiment in the order they were recorded."""
+        rows = self._db.execute(
+            "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", (experiment_id,)
+        ).fetchall()
+        return [self._run(row) for row in rows]
+
+    def run(self, run_id: int) -> Run:
+        """One run by id; StoreError if there is none."""
+        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no run with id {run_id}")
+        return self._run(row)
+
+    def samples(self, run_id: int) -> list[tuple[str, Sample]]:
+        """(measurement name, sample) pairs of one run, in the order they were recorded."""
+        rows = self._db.execute(
+            "SELECT measurement, metric, value, unit, t, stream FROM samples"
+            " WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return [
+            (row["measurement"],
+             Sample(row["metric"], row["value"], row["unit"], row["t"], row["stream"]))
+            for row in rows
+        ]
+
+    def completed_points(
+        self, experiment_id: int, statuses: Iterable[str] = ("ok", "failed")
+    ) -> set[tuple[str, int]]:
+        """(point_key(point), repetition) of the runs that need not run again on --resume.
+
+        A failed run is a result, so it counts as done; an interrupted one does not.
+        """
+        wanted = tuple(statuses)
+        marks = ", ".join("?" for _ in wanted)
+        rows = self._db.execute(
+            f"SELECT point, repetition FROM runs WHERE experiment_id = ? AND status IN ({marks})",
+            (experiment_id, *wanted),
+        ).fetchall()
+        return {(point_key(json.loads(row["point"])), row["repetition"]) for row in rows}
+
+    # -- tidy export --------------------------------------------------------------------------
+
+    def _tidy(self, experiment_id: int | None) -> tuple[list[str], list[dict[str, Any]]]:
+        where, args = ("", ()) if experiment_id is None else ("WHERE e.id = ?", (experiment_id,))
+        # LEFT JOIN: a run without samples (typically a failed one) still gives one row.
+        rows = self._db.execute(
+            "SELECT e.name AS experiment, e.id AS experiment_id, r.id AS run, r.repetition,"
+            " r.status, r.reason, r.point, s.measurement, s.metric, s.stream, s.value, s.unit,"
+            " s.t FROM runs r JOIN experiments e ON e.id = r.experiment_id"
+            f" LEFT JOIN samples s ON s.run_id = r.id {where}"
+            " ORDER BY e.id, r.id, s.rowid",
+            args,
+        ).fetchall()
+        fixed = set(RUN_COLUMNS) | set(SAMPLE_COLUMNS)
+        params: dict[str, str] = {}  # sweep parameter → its column, in order of appearance
+        tidy: list[dict[str, Any]] = []
+        for row in rows:
+            point = json.loads(row["point"])
+            for name in point:
+                # A parameter named like a fixed column (say `metric`) gets a prefix.
+                params.setdefault(name, f"vary_{name}" if name in fixed else name)
+            record = {column: row[column] for column in RUN_COLUMNS}
+            record.update({params[name]: value for name, value in point.items()})
+            record.update({column: row[column] for column in SAMPLE_COLUMNS})
+            tidy.append(record)
+        columns = [*RUN_COLUMNS, *params.values(), *SAMPLE_COLUMNS]
+        return columns, [{column: record.get(column) for column in columns} for record in tidy]
+
+    def tidy_rows(self, experiment_id: int | None = None) -> list[dict[str, Any]]:
+        """One dict per sample (one per sample-less run), with a key per sweep parameter.
+
+        Ready for pandas or gnuplot; `t` is None for a run's summary values, and a failed
+        run shows its status and reason with `value` None.
+        """
+        return self._tidy(experiment_id)[1]
+
+    def export_csv(self, fileobj: IO[str], experiment_id: int | None = None) -> int:
+        """Write the tidy rows as CSV (empty cell for None); return the number of rows."""
+        columns, rows = self._tidy(experiment_id)
+        writer = csv.DictWriter(fileobj, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: _csv_cell(value) for key, value in row.items()})
+        return len(rows)
+
+    def export_json(self, fileobj: IO[str], experiment_id: int | None = None) -> int:
+        """Write the tidy rows as self-describing JSON; return the number of rows.
+
+        The document names its format and version, and carries each experiment's file and
+        host facts, so an exported file can be understood without the database.
+        """
+        columns, rows = self._tidy(experiment_id)
+        chosen = (
+            self.experiments() if experiment_id is None else [self.experiment(experiment_id)]
+        )
+        document = {
+            "format": "netrig-results",
+            "format_version": EXPORT_FORMAT_VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "experiments": [
+                {
+                    "id": e.id, "name": e.name, "status": e.status,
+                    "started": _iso(e.started), "ended": _iso(e.ended),
+                    "file_hash": e.file_hash, "file_text": e.file_text,
+                    "host_facts": e.host_facts,
+                }
+                for e in chosen
+            ],
+            "columns": columns,
+            "rows": rows,
+        }
+        json.dump(document, fileobj, indent=1)
+        fileobj.write("\n")
+        return len(rows)
+
+    def to_dataframe(self, experiment_id: int | None = None) -> Any:
+        """The tidy rows as a pandas DataFrame (pandas is optional, imported only here)."""
+        try:
+            import pandas
+        except ImportError as error:
+            raise ImportError(
+                "to_dataframe needs pandas (pip install pandas); tidy_rows() gives the same"
+                " rows as dicts"
+            ) from error
+        columns, rows = self._tidy(experiment_id)
+        return pandas.DataFrame(rows, columns=columns)
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return value
