@@ -1,0 +1,80 @@
+"""`netrig doctor` as a user runs it: tables, --json, --only, exit codes, no leftovers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+import netrig.cli.cmd_doctor  # noqa: F401  (registers the command)
+from netrig.cli import cli
+from netrig.doctor import features, tools
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: probes make namespaces"),
+]
+
+
+def test_json_run_in_a_fresh_process(unchanged_host) -> None:
+    done = subprocess.run([sys.executable, "-m", "netrig", "doctor", "--json"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is True and doc["format"] == 1
+    assert doc["seconds"] < 3.0
+    assert doc["host"]["kernel"] == os.uname().release
+    assert set(doc["features"]) == set(features.FEATURES)
+    assert set(doc["tools"]) == set(tools.TOOLS)
+    assert doc["features"]["veth"]["present"] is True
+    assert doc["features"]["netem"]["status"] == "missing"
+    assert doc["tools"]["iperf3"]["found"] is True
+    assert "batman-adv missing → BATMAN labs use the userspace batmand" in doc["degrades"]
+    assert any(line.startswith("netem missing → delay/loss") for line in doc["cannot"])
+    unchanged_host()
+
+
+def test_tables_show_marks_details_and_fixes(unchanged_host) -> None:
+    result = CliRunner().invoke(cli, ["doctor", "--only", "netem,veth", "--only", "wrk"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Kernel features" in out and "Tools" in out
+    assert "✔ │ veth" in out and "✘ │ netem" in out and "✘ │ wrk" in out
+    assert "CONFIG_NET_SCH_NETEM" in out and "apt-get install -y wrk" in out
+    assert "htb" not in out  # --only limits the tables
+    assert "cannot: netem missing → delay/loss emulation unavailable" in out
+    assert out.rstrip().splitlines()[-1].startswith("core OK")
+    unchanged_host()
+
+
+def test_only_a_tool_prints_no_feature_table() -> None:
+    result = CliRunner().invoke(cli, ["doctor", "--only", "iperf3", "--json"])
+    doc = json.loads(result.output)
+    assert doc["features"] == {} and list(doc["tools"]) == ["iperf3"]
+
+
+def test_unknown_name_is_bad_input() -> None:
+    result = CliRunner().invoke(cli, ["doctor", "--only", "netme"])
+    assert result.exit_code == 2
+    assert "did you mean 'netem'" in result.output
+
+
+def test_core_missing_exits_1(monkeypatch) -> None:
+    monkeypatch.setattr(tools.os, "geteuid", lambda: 1000)
+    tools.clear_cache()
+    try:
+        result = CliRunner().invoke(cli, ["doctor", "--only", "root", "--json"])
+    finally:
+        tools.clear_cache()
+    assert result.exit_code == 1
+    assert json.loads(result.output)["ok"] is False
+
+
+def test_help_explains_exit_codes() -> None:
+    result = CliRunner().invoke(cli, ["doctor", "--help"])
+    assert result.exit_code == 0
+    assert "Exit status: 0" in result.output and "--only" in result.output

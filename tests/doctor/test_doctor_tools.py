@@ -1,0 +1,75 @@
+"""Tool, Python package and privilege checks against this machine's real installation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from netrig.doctor import tools
+from netrig.doctor.tools import TOOLS, has_tool, probe_tools
+
+FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",
+         "bpftool", "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
+         "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy"]
+NOT_FOUND = ["ovs", "ipset", "wrk", "ab", "trafgen", "haproxy", "nginx", "pen", "chromium",
+             "matplotlib"]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, tools.ToolResult]:
+    return probe_tools(fresh=True)
+
+
+def test_every_entry_is_classified_here(results: dict) -> None:
+    assert sorted(FOUND + NOT_FOUND) == sorted(TOOLS) == sorted(results)
+
+
+@pytest.mark.parametrize("name", FOUND)
+def test_found_with_a_version(results: dict, name: str) -> None:
+    res = results[name]
+    assert res.found, res
+    assert res.version and res.fix == ""
+    if res.kind == "tool":
+        assert all(path.startswith("/") for path in res.paths.values()) and res.paths
+
+
+@pytest.mark.parametrize("name", NOT_FOUND)
+def test_missing_with_the_installing_command(results: dict, name: str) -> None:
+    res = results[name]
+    assert not res.found
+    installer = "pip install" if res.kind == "python" else "apt-get install -y"
+    assert res.fix == f"{installer} {res.package}"
+
+
+def test_versions_and_packages_are_the_real_ones(results: dict) -> None:
+    assert results["iperf3"].version.startswith("iperf 3.")
+    assert results["bird"].version.startswith("BIRD version 2")
+    assert results["bird"].package == "bird2"
+    assert results["xdp-loader"].version.startswith("xdp-tools ")  # no flag: dpkg's version
+    assert results["ovs"].package == "openvswitch-switch"
+    assert results["ab"].package == "apache2-utils"
+    assert results["trafgen"].package == "netsniff-ng"
+    assert results["matplotlib"].optional and not results["pyroute2"].optional
+    assert results["root"].version == "euid 0"
+
+
+def test_lookup_by_command_package_or_name() -> None:
+    assert tools.resolve("ovs-vswitchd") == "ovs"
+    assert tools.resolve("netsniff-ng") == "trafgen"
+    assert has_tool("iperf3") and not has_tool("wrk")
+    with pytest.raises(KeyError, match="did you mean 'iperf3'"):
+        tools.resolve("iperf")
+
+
+def test_a_hanging_version_flag_is_cut_short(monkeypatch) -> None:
+    monkeypatch.setattr(tools, "VERSION_TIMEOUT_S", 0.2)
+    start = time.perf_counter()
+    assert tools._version_line(["sleep", "5"]) == ""
+    assert time.perf_counter() - start < 1.0
+
+
+def test_not_root_is_reported_with_a_fix(monkeypatch) -> None:
+    monkeypatch.setattr(tools.os, "geteuid", lambda: 1000)
+    res = tools._check_root(TOOLS["root"])
+    assert not res.found and "root" in res.fix
