@@ -139,6 +139,7 @@ ALIASES: dict[str, str] = {
     "ip_vs": "ipvs", "nft": "nftables", "fq-codel": "fq_codel", "ecmp": "multipath",
 }
 CORE = ("netns", "veth")
+ROOT_FIX = "run netrig as root (namespaces and links need CAP_SYS_ADMIN and CAP_NET_ADMIN)"
 HELPERS = {"nsenter": "util-linux"}  # programs probes use, and their Debian packages
 MAX_PARALLEL = 12  # probes at once; each holds one scratch namespace and two threads
 
@@ -213,10 +214,24 @@ def _host_netns_inode() -> int:
     return os.stat(f"/proc/{os.getpid()}/ns/net").st_ino
 
 
+CAP_NET_ADMIN = 12
+
+
+def _has_cap(bit: int) -> bool:
+    """Whether the calling thread has capability BIT in its effective set."""
+    with open("/proc/thread-self/status") as fh:
+        for line in fh:
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> bit & 1)
+    return False
+
+
 def _inside(feat: Feature, path: str, host_inode: int) -> Outcome:
     """Run one probe in the worker thread, after checking it really is not the host's ns."""
     if os.stat("/proc/thread-self/ns/net").st_ino == host_inode:
         return untested("refused: the probe thread is in the host's namespace")
+    if feat.name != "netns" and not _has_cap(CAP_NET_ADMIN):
+        return untested("EPERM: without CAP_NET_ADMIN nothing can be tried")
     if feat.tool and not shutil.which(feat.tool):
         return untested(f"tool missing: {feat.tool}")
     ns = Scratch(path)
@@ -244,7 +259,8 @@ def _run_one(feat: Feature, host_inode: int) -> FeatureResult:
             outcome = worker.call(lambda: _inside(feat, path, host_inode))
     except OSError as exc:  # no scratch namespace: only `netns` itself is then "missing"
         status: Status = "missing" if feat.name == "netns" else "untested"
-        outcome = Outcome(status, f"cannot make a scratch namespace: {exc}")
+        code = errno_name(exc.errno) if exc.errno else type(exc).__name__
+        outcome = Outcome(status, f"{code}: cannot make a scratch namespace ({exc.strerror})")
     seconds = time.perf_counter() - start
     if outcome.status == "present":
         return FeatureResult(feat.name, feat.title, "present", outcome.detail, "", "", seconds)
@@ -259,6 +275,12 @@ def _run_one(feat: Feature, host_inode: int) -> FeatureResult:
 
 def fix_for(feat: Feature, outcome: Outcome) -> str:
     """The most specific fix this host allows: install a tool, load a module, or a kernel."""
+    if outcome.detail.startswith(("EPERM", "EACCES")):
+        return ROOT_FIX
+    if outcome.detail.startswith("EINVAL: cannot make a scratch namespace"):
+        return kernel_fix("CONFIG_NET_NS", "")
+    if "cannot make a scratch namespace" in outcome.detail:
+        return "see the netns row"
     if outcome.status == "untested" and outcome.detail.startswith("tool missing: "):
         tool = outcome.detail.removeprefix("tool missing: ").split()[0]
         package = feat.package if tool == feat.tool and feat.package else HELPERS.get(tool, tool)

@@ -100,26 +100,29 @@ def summarise(
         if feat.present:
             continue
         fb = FALLBACKS.get(feat.name)
+        label = f"{feat.name} {feat.status}"
         if fb is None:
-            _add(out, False, feat.name, feat.impact)
+            _add(out, False, label, feat.impact)
         elif _available(fb.substitute):
-            _add(out, True, feat.name, fb.degraded)
+            _add(out, True, label, fb.degraded)
         else:
-            _add(out, False, feat.name, fb.refused)
+            _add(out, False, label, fb.refused)
             told.add(fb.substitute)
     for tool in tools.values():
         if not tool.found and f"tool:{tool.name}" not in told:
             label = f"{tool.name} tool" if tool.name in FEATURES else tool.name
-            _add(out, tool.optional, label, f"no {tool.purpose} ({tool.fix})")
+            _add(out, tool.optional, f"{label} missing", f"no {tool.purpose} ({tool.fix})")
     return out
 
 
-def _add(summary: Summary, degraded: bool, name: str, text: str) -> None:
+def _add(summary: Summary, degraded: bool, label: str, text: str) -> None:
+    """LABEL is 'NAME missing' (or 'NAME untested'); the name goes into the one-line summary."""
+    name = label.rsplit(" ", 1)[0]
     if degraded:
-        summary.degrades.append(f"{name} missing → {text}")
+        summary.degrades.append(f"{label} → {text}")
         summary.degraded_names.append(name)
     else:
-        summary.cannot.append(f"{name} missing → {text}")
+        summary.cannot.append(f"{label} → {text}")
         summary.cannot_names.append(name)
 
 

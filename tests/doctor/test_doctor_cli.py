@@ -78,3 +78,18 @@ def test_help_explains_exit_codes() -> None:
     result = CliRunner().invoke(cli, ["doctor", "--help"])
     assert result.exit_code == 0
     assert "Exit status: 0" in result.output and "--only" in result.output
+
+
+def test_without_net_admin_nothing_is_claimed_and_exit_is_1(unchanged_host) -> None:
+    """Dropping CAP_NET_ADMIN must give 'untested' with a root fix, never a false verdict."""
+    drop = ["setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin"]
+    done = subprocess.run([*drop, sys.executable, "-m", "netrig", "doctor", "--json",
+                           "--only", "veth,netem"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is False
+    for name in ("veth", "netem"):
+        assert doc["features"][name]["status"] == "untested"
+        assert doc["features"][name]["fix"].startswith("run netrig as root")
+    unchanged_host()

@@ -126,6 +126,16 @@ def test_a_probe_runs_outside_the_host_namespace(unchanged_host) -> None:
     unchanged_host()
 
 
+def test_nftables_without_nft_is_untested_not_missing(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    try:
+        res = probe_features(["nftables"], fresh=True)["nftables"]
+    finally:
+        features._cache.pop("nftables", None)
+    assert res.status == "untested" and res.detail == "tool missing: nft"
+    assert res.fix == "apt-get install -y nftables"
+
+
 def test_registering_a_name_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="twice"):
         feature("netem", "again", impact="-")(lambda ns: present(""))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -9,11 +12,12 @@ import pytest
 from netrig.doctor import tools
 from netrig.doctor.tools import TOOLS, has_tool, probe_tools
 
+# Installed here and by setup.sh, so found on every netrig machine of this kind.
 FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",
-         "bpftool", "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
+         "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
          "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy"]
-NOT_FOUND = ["ovs", "ipset", "wrk", "ab", "trafgen", "haproxy", "nginx", "pen", "chromium",
-             "matplotlib"]
+# Neither installed here nor by setup.sh.
+NOT_FOUND = ["ovs", "wrk", "ab", "trafgen", "haproxy", "nginx", "pen", "chromium"]
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +25,36 @@ def results() -> dict[str, tools.ToolResult]:
     return probe_tools(fresh=True)
 
 
-def test_every_entry_is_classified_here(results: dict) -> None:
-    assert sorted(FOUND + NOT_FOUND) == sorted(TOOLS) == sorted(results)
+def _dpkg_installed(package: str) -> bool:
+    done = subprocess.run(["dpkg-query", "-W", "-f", "${Status}", package],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.endswith("ok installed")
+
+
+def _importable(module: str) -> bool:
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                          check=False)
+    return done.returncode == 0
+
+
+def test_every_entry_is_reported(results: dict) -> None:
+    assert list(results) == list(TOOLS)
+    assert set(FOUND + NOT_FOUND) <= set(TOOLS)
+
+
+@pytest.mark.parametrize("name", list(TOOLS))
+def test_agrees_with_the_package_database(results: dict, name: str) -> None:
+    """An independent witness: dpkg for programs, a fresh interpreter for Python modules."""
+    res = results[name]
+    if res.kind == "tool":
+        assert res.found == _dpkg_installed(res.package), res
+    elif res.kind == "python":
+        assert res.found == _importable(name), res
+    else:
+        assert res.found == (os.geteuid() == 0)
+    if not res.found and res.kind != "privilege":
+        installer = "pip install" if res.kind == "python" else "apt-get install -y"
+        assert res.fix == f"{installer} {res.package}"
 
 
 @pytest.mark.parametrize("name", FOUND)
@@ -50,7 +82,7 @@ def test_versions_and_packages_are_the_real_ones(results: dict) -> None:
     assert results["ovs"].package == "openvswitch-switch"
     assert results["ab"].package == "apache2-utils"
     assert results["trafgen"].package == "netsniff-ng"
-    assert results["matplotlib"].optional and not results["pyroute2"].optional
+    assert TOOLS["matplotlib"].optional and not TOOLS["pyroute2"].optional
     assert results["root"].version == "euid 0"
 
 
