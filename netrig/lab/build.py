@@ -13,6 +13,7 @@ Rate limits (tc) follow through pyroute2, one call per limited interface.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,15 +111,20 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     return t
 
 
-def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> dict[str, nlwire.RtnlSocket]:
+def _create_namespaces(
+    plan: LabPlan, nodes: list[NodePlan], state_dir: str
+) -> dict[str, nlwire.RtnlSocket]:
     """In one worker thread: each namespace, its sysctls and its netlink socket."""
     sysctls = list(plan.sysctls.items())
+    cancel = threading.Event()
 
     def work() -> dict[str, nlwire.RtnlSocket]:
         ledger = Ledger(state_dir)  # the thread's own connection
         sockets: dict[str, nlwire.RtnlSocket] = {}
         try:
             for node in nodes:
+                if cancel.is_set():
+                    raise KeyboardInterrupt
                 netns.create_here(node.ns)
                 ledger.created_netns({node.ns: netns.ns_inode(node.ns) or 0})
                 for key, value in sysctls:
@@ -137,7 +143,7 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
         return sockets
 
     try:
-        return netns.run_in_thread(work)
+        return netns.run_in_thread(work, cancel)
     except OSError as exc:
         raise LabError(f"creating namespaces: {exc}") from exc
 
@@ -162,7 +168,10 @@ def _create_links(plan: LabPlan, fds: dict[str, int]) -> None:
     with nlwire.RtnlSocket() as sock:
         errors = sock.send_batch(requests)
     if errors:
-        raise LabError(f"creating links: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""))
+        raise LabError(
+            f"creating links: {errors[0]}"
+            + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+        )
 
 
 def node_requests(node: NodePlan) -> list[nlwire.Request]:
@@ -171,10 +180,14 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
     reqs = [nlwire.set_link(1, up=True, what=f"lo up in {where}")]
     if node.bridge:
         br = node.bridge
-        reqs.append(nlwire.new_bridge(br.name, index=br.index, stp=br.stp, what=f"bridge in {where}"))
+        reqs.append(
+            nlwire.new_bridge(br.name, index=br.index, stp=br.stp, what=f"bridge in {where}")
+        )
     for iface in node.ifaces:
         master = node.bridge.index if node.bridge and iface.master == node.bridge.name else None
-        reqs.append(nlwire.set_link(iface.index, up=True, master=master, what=f"{iface.name} up in {where}"))
+        reqs.append(
+            nlwire.set_link(iface.index, up=True, master=master, what=f"{iface.name} up in {where}")
+        )
     for cidr in node.loopbacks:
         addr, plen = cidr.split("/")
         reqs.append(nlwire.new_addr(1, addr, int(plen), what=f"address {cidr} on lo in {where}"))
@@ -184,10 +197,16 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
         for cidr in cidrs:
             addr, plen = cidr.split("/")
             brd = _broadcast(addr, int(plen))
-            reqs.append(nlwire.new_addr(index, addr, int(plen), broadcast=brd, what=f"address {cidr} in {where}"))
+            reqs.append(
+                nlwire.new_addr(
+                    index, addr, int(plen), broadcast=brd, what=f"address {cidr} in {where}"
+                )
+            )
     for route in node.routes:
         dst, plen = route.dst.split("/")
-        reqs.append(nlwire.new_route(dst, int(plen), route.nexthops, what=f"route {route.dst} in {where}"))
+        reqs.append(
+            nlwire.new_route(dst, int(plen), route.nexthops, what=f"route {route.dst} in {where}")
+        )
     return reqs
 
 
@@ -220,8 +239,15 @@ def _apply_tc(plan: LabPlan) -> None:
                 for index, rate, burst in items:
                     # burst: at least 5 ms at line rate, so the bucket does not starve TCP
                     size = burst or max(16 * 1024, rate // 8 // 200)
-                    ipr.tc("add", "tbf", index=index, handle="1:", rate=rate // 8, burst=size,
-                           latency=50_000)
+                    ipr.tc(
+                        "add",
+                        "tbf",
+                        index=index,
+                        handle="1:",
+                        rate=rate // 8,
+                        burst=size,
+                        latency=50_000,
+                    )
 
         try:
             netns.in_netns(plan.nodes[node].ns, apply)

@@ -14,6 +14,7 @@ import select
 import socket
 import struct
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 
 from netrig.lab import netns, nlwire
@@ -108,9 +109,13 @@ def ping_pairs(
         for name in sources:
             with netns.entered(plan.nodes[name].ns):
                 if 4 in families:
-                    socks[(name, 4)] = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+                    socks[(name, 4)] = socket.socket(
+                        socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP
+                    )
                 if 6 in families:
-                    socks[(name, 6)] = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+                    socks[(name, 6)] = socket.socket(
+                        socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6
+                    )
         for s in socks.values():
             s.setblocking(False)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
@@ -129,10 +134,8 @@ def ping_pairs(
         while outstanding and time.monotonic() < deadline:
             for (src, seq), (_src, _dst, addr) in list(outstanding.items()):
                 fam = 6 if ":" in addr else 4
-                try:
+                with suppress(OSError):  # e.g. ENETUNREACH: stays outstanding, reported
                     socks[(src, fam)].sendto(_echo(fam, ident, seq), (addr, 0))
-                except OSError:
-                    pass  # e.g. ENETUNREACH: stays outstanding, reported at the end
             _collect(socks, outstanding, ident, min(retry, max(0.0, deadline - time.monotonic())))
             retry = min(retry * 2, 2.0)
     finally:

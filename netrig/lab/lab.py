@@ -58,7 +58,9 @@ class Lab:
             with open(ledger.plan_path(name)) as fh:
                 plan = LabPlan.from_json(fh.read())
         except FileNotFoundError:
-            raise LabError(f"lab {name!r} is recorded but was never completed; `netrig down {name}`") from None
+            raise LabError(
+                f"lab {name!r} is recorded but was never completed; `netrig down {name}`"
+            ) from None
         return cls(plan, ledger)
 
     # ------------------------------------------------------------ lifecycle
@@ -67,7 +69,9 @@ class Lab:
     def name(self) -> str:
         return self.plan.name
 
-    def up(self, *, check_reachability: bool = True, progress: Progress | None = None) -> BuildTimings:
+    def up(
+        self, *, check_reachability: bool = True, progress: Progress | None = None
+    ) -> BuildTimings:
         say = progress or (lambda _m: None)
         preflight(self.plan, self.ledger)
         self.ledger.begin_lab(self.name, len(self.plan.nodes), self.plan.source_file)
@@ -132,12 +136,16 @@ class Lab:
         os.makedirs(path, exist_ok=True)
         return path
 
-    def exec(self, node: str, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+    def exec(
+        self, node: str, argv: Sequence[str], **kwargs: Any
+    ) -> subprocess.CompletedProcess[Any]:
         """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
         kwargs.setdefault("text", True)
         return run.run(self.ns(node), argv, self.private_run_dir(node), **kwargs)
 
-    def popen(self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any) -> subprocess.Popen[Any]:
+    def popen(
+        self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
+    ) -> subprocess.Popen[Any]:
         """Start a long-running process in a node, recorded in the ledger by PID."""
         label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
         oid = self.ledger.intend_process(self.name, label, node)

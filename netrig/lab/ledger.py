@@ -70,8 +70,9 @@ class Ledger:
     def __init__(self, state_dir: str = STATE_DIR) -> None:
         os.makedirs(state_dir, mode=0o755, exist_ok=True)
         self.state_dir = state_dir
-        self.db = sqlite3.connect(os.path.join(state_dir, "ledger.sqlite"), timeout=30,
-                                  isolation_level=None)
+        self.db = sqlite3.connect(
+            os.path.join(state_dir, "ledger.sqlite"), timeout=30, isolation_level=None
+        )
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)

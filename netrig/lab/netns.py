@@ -17,7 +17,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 NETNS_RUN_DIR = "/run/netns"
@@ -32,7 +32,13 @@ MS_SHARED = 1 << 20
 MNT_DETACH = 0x2
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
+_libc.mount.argtypes = [
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_void_p,
+]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.unshare.argtypes = [ctypes.c_int]
 _libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
@@ -131,10 +137,8 @@ def create_here(name: str) -> None:
 def delete(name: str) -> bool:
     """Unmount and remove a named namespace; the kernel frees it once nothing holds it."""
     path = ns_path(name)
-    try:
+    with suppress(OSError):
         umount(path)
-    except OSError:
-        pass
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -146,8 +150,13 @@ def open_fd(name: str) -> int:
     return os.open(ns_path(name), os.O_RDONLY | os.O_CLOEXEC)
 
 
-def run_in_thread(fn: Callable[[], T]) -> T:
-    """Run fn in a fresh thread (so it may setns/unshare freely) and return its result."""
+def run_in_thread(fn: Callable[[], T], cancel: threading.Event | None = None) -> T:
+    """Run fn in a fresh thread (so it may setns/unshare freely) and return its result.
+
+    If the caller is interrupted (Ctrl-C) while waiting, `cancel` is set and the thread is
+    waited for before the interruption goes on, so nothing is created behind the back of
+    the clean-up that follows.
+    """
     box: dict[str, object] = {}
 
     def target() -> None:
@@ -158,7 +167,13 @@ def run_in_thread(fn: Callable[[], T]) -> T:
 
     thread = threading.Thread(target=target, name="netrig-netns")
     thread.start()
-    thread.join()
+    try:
+        thread.join()
+    except BaseException:
+        if cancel is not None:
+            cancel.set()
+        thread.join()
+        raise
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]

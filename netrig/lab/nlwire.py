@@ -104,13 +104,17 @@ class NetlinkError:
     code: int
 
     def __str__(self) -> str:
-        return f"{self.what}: {os.strerror(self.code)} (errno {errno.errorcode.get(self.code, '?')})"
+        return (
+            f"{self.what}: {os.strerror(self.code)} (errno {errno.errorcode.get(self.code, '?')})"
+        )
 
 
 # ----------------------------------------------------------------- request builders
 
 
-def ifinfo(index: int = 0, flags: int = 0, change: int = 0, family: int = 0, dev_type: int = 0) -> bytes:
+def ifinfo(
+    index: int = 0, flags: int = 0, change: int = 0, family: int = 0, dev_type: int = 0
+) -> bytes:
     return _IFINFOMSG.pack(family, dev_type, index, flags, change)
 
 
@@ -159,7 +163,9 @@ def new_bridge(
     data += attr_u32(IFLA_BR_FORWARD_DELAY, int(forward_delay_s * 100))
     data += attr_u32(IFLA_BR_HELLO_TIME, 100)
     linkinfo = attr_str(IFLA_INFO_KIND, "bridge") + attr(IFLA_INFO_DATA, data)
-    body = ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name) + attr(IFLA_LINKINFO, linkinfo)
+    body = (
+        ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name) + attr(IFLA_LINKINFO, linkinfo)
+    )
     return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, what or f"bridge {name}")
 
 
@@ -188,7 +194,9 @@ def new_addr(
         body += attr(IFA_BROADCAST, addr_bytes(broadcast))
     if family == socket.AF_INET6:
         body += attr_u32(IFA_FLAGS, IFA_F_NODAD)
-    return Request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, what or f"address {addr}/{prefixlen}")
+    return Request(
+        RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, what or f"address {addr}/{prefixlen}"
+    )
 
 
 def new_route(
@@ -237,7 +245,9 @@ class RtnlSocket:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send_batch(self, requests: list[Request], chunk_bytes: int = 256 * 1024) -> list[NetlinkError]:
+    def send_batch(
+        self, requests: list[Request], chunk_bytes: int = 256 * 1024
+    ) -> list[NetlinkError]:
         """Send all requests in as few system calls as fit; return the ones the kernel refused.
 
         Only the last message of each chunk asks for an acknowledgement, so a success costs
@@ -263,7 +273,9 @@ class RtnlSocket:
                 chunk, size, pending = [], 0, {}
         return errors
 
-    def _read_until(self, last_seq: int, pending: dict[int, str], errors: list[NetlinkError]) -> None:
+    def _read_until(
+        self, last_seq: int, pending: dict[int, str], errors: list[NetlinkError]
+    ) -> None:
         """Collect the refusals of a chunk up to the acknowledgement of its final message."""
         while True:
             for seq, code in _parse_errors(self.sock.recv(1 << 20)):
@@ -302,8 +314,10 @@ class RtnlSocket:
 
 def _open_socket() -> socket.socket:
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
-    for force, plain, size in ((SO_SNDBUFFORCE, socket.SO_SNDBUF, 1 << 20),
-                               (SO_RCVBUFFORCE, socket.SO_RCVBUF, 4 << 20)):
+    for force, plain, size in (
+        (SO_SNDBUFFORCE, socket.SO_SNDBUF, 1 << 20),
+        (SO_RCVBUFFORCE, socket.SO_RCVBUF, 4 << 20),
+    ):
         try:  # root may exceed net.core.*mem_max; others get what the sysctl allows
             sock.setsockopt(socket.SOL_SOCKET, force, size)
         except OSError:

@@ -42,5 +42,7 @@ def run(
     return subprocess.run(list(argv), preexec_fn=enter_fn(ns, private_run), **kwargs)
 
 
-def popen(ns: str, argv: Sequence[str], private_run: str | None = None, **kwargs: Any) -> subprocess.Popen[Any]:
+def popen(
+    ns: str, argv: Sequence[str], private_run: str | None = None, **kwargs: Any
+) -> subprocess.Popen[Any]:
     return subprocess.Popen(list(argv), preexec_fn=enter_fn(ns, private_run), **kwargs)

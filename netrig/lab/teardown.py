@@ -7,6 +7,7 @@ namespaces, whose veths and bridges the kernel removes with them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -102,19 +103,15 @@ def end_processes(victims: dict[int, int | None], wait: float) -> int:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _reap(pids: dict[int, int | None]) -> None:
     """Collect our own children so they do not linger as zombies."""
     for pid in pids:
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
 
 
 def _zombie(pid: int) -> bool:

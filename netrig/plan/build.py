@@ -61,7 +61,9 @@ def build_plan(graph: LabGraph) -> LabPlan:
     for i, node in enumerate(graph.nodes.values(), start=1):
         ns = f"{lab}-{node.name}"
         if len(ns) > MAX_NS_NAME:
-            problems.append(Problem(graph.where(graph.node_paths[node.name]), f"namespace name {ns!r} too long"))
+            problems.append(
+                Problem(graph.where(graph.node_paths[node.name]), f"namespace name {ns!r} too long")
+            )
         nodes[node.name] = NodePlan(node.name, node.kind, ns, i)
     if problems:
         raise SpecError(problems)
@@ -86,8 +88,18 @@ def build_plan(graph: LabGraph) -> LabPlan:
                 )
         links.append(
             LinkPlan(
-                link.a, a_if.name, link.b, b_if.name, at.mtu, at.rate, at.burst, at.delay,
-                at.jitter, at.loss, at.aliases, at.cost,
+                link.a,
+                a_if.name,
+                link.b,
+                b_if.name,
+                at.mtu,
+                at.rate,
+                at.burst,
+                at.delay,
+                at.jitter,
+                at.loss,
+                at.aliases,
+                at.cost,
             )
         )
     _check_unique_ifnames(nodes, graph, problems)
@@ -151,7 +163,9 @@ def _add_iface(
     return iface
 
 
-def _check_unique_ifnames(nodes: dict[str, NodePlan], graph: LabGraph, problems: list[Problem]) -> None:
+def _check_unique_ifnames(
+    nodes: dict[str, NodePlan], graph: LabGraph, problems: list[Problem]
+) -> None:
     for node in nodes.values():
         seen: set[str] = set()
         for iface in node.ifaces:
@@ -227,7 +241,9 @@ def _segments(
             shared += [(n, i) for n, i, _ in host_ends]
         else:
             segments.append(
-                _Segment([(n, i) for n, i, _ in host_ends], link.cost, link.aliases, explicit or None)
+                _Segment(
+                    [(n, i) for n, i, _ in host_ends], link.cost, link.aliases, explicit or None
+                )
             )
     if shared:
         segments.append(_Segment(shared, 1))
@@ -338,7 +354,10 @@ def _explicit_segment(
             _port_addrs(nodes[member[0]], member[1]).append(cidr)
     if len(nets) > 1:
         problems.append(
-            Problem(graph.where(("links",)), f"addresses of one link are in different subnets: {sorted(map(str, nets))}")
+            Problem(
+                graph.where(("links",)),
+                f"addresses of one link are in different subnets: {sorted(map(str, nets))}",
+            )
         )
     elif nets:
         network.prefixes.append(str(nets.pop()))

@@ -11,6 +11,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+class UnknownName(KeyError):
+    """A node, interface or address asked for that the lab does not have (bad input)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown name"
+
+
 @dataclass
 class IfacePlan:
     name: str
@@ -51,7 +58,7 @@ class NodePlan:
         for iface in self.ifaces:
             if iface.name == name:
                 return iface
-        raise KeyError(f"{self.name} has no interface {name}")
+        raise UnknownName(f"node {self.name!r} has no interface {name!r}")
 
     def addresses(self, family: int = 4) -> list[str]:
         """Addresses without prefix length: loopbacks first, then bridge, then links."""
@@ -109,13 +116,14 @@ class LabPlan:
         try:
             return self.nodes[name]
         except KeyError:
-            raise KeyError(f"lab {self.name!r} has no node {name!r}") from None
+            known = ", ".join(list(self.nodes)[:8]) + (" …" if len(self.nodes) > 8 else "")
+            raise UnknownName(f"lab {self.name!r} has no node {name!r} (nodes: {known})") from None
 
     def addr(self, node: str, family: int = 4) -> str:
         """The address that stands for a node: its loopback, else its first address."""
         addrs = self.node(node).addresses(family)
         if not addrs:
-            raise KeyError(f"node {node!r} has no IPv{family} address")
+            raise UnknownName(f"node {node!r} has no IPv{family} address")
         return addrs[0]
 
     def hosts(self) -> list[NodePlan]:

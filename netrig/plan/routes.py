@@ -156,7 +156,11 @@ def _run_routes(run, version, gateways, node, hosts) -> list[RoutePlan]:  # type
         gw = _port_address(gw_node, net, version)
         if gw is None:
             return []
-        ifindex = node.bridge.index if node.bridge and port == node.bridge.name else node.iface(port).index
+        ifindex = (
+            node.bridge.index
+            if node.bridge and port == node.bridge.name
+            else node.iface(port).index
+        )
         nexthops.append((gw, ifindex))
     bits = 32 if version == 4 else 128
     return [
@@ -167,7 +171,11 @@ def _run_routes(run, version, gateways, node, hosts) -> list[RoutePlan]:  # type
 
 def _port_address(gw_node, net: NetworkPlan, version: int) -> str | None:  # type: ignore[no-untyped-def]
     port = next(p for n, p in net.members if n == gw_node.name)
-    cidrs = gw_node.bridge.addrs if gw_node.bridge and port == gw_node.bridge.name else gw_node.iface(port).addrs
+    cidrs = (
+        gw_node.bridge.addrs
+        if gw_node.bridge and port == gw_node.bridge.name
+        else gw_node.iface(port).addrs
+    )
     for cidr in cidrs:
         addr = cidr.split("/")[0]
         if ip_address(addr).version == version:

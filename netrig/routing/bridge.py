@@ -12,7 +12,8 @@ from netrig.routing import RoutingProtocol, register
 class BridgeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     stp: Literal["auto"] | bool = Field(
-        "auto", description="spanning tree in every node's bridge; auto = on when the graph has a loop"
+        "auto",
+        description="spanning tree in every node's bridge; auto = on when the graph has a loop",
     )
 
 

@@ -104,7 +104,8 @@ def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.Ro
             [
                 Problem(
                     where(("routing", "protocol")),
-                    f"unknown routing protocol {name!r}{hint}; known: {', '.join(sorted(protocols))}",
+                    f"unknown routing protocol {name!r}{hint}; "
+                    f"known: {', '.join(sorted(protocols))}",
                 )
             ]
         )
@@ -128,7 +129,9 @@ def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.Ro
     return proto
 
 
-def expand(spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.MarkedDoc | None) -> LabGraph:
+def expand(
+    spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.MarkedDoc | None
+) -> LabGraph:
     """Merge the generated topology with explicit nodes and links; check references."""
     graph = LabGraph(spec, {}, [], protocol, doc)
     problems: list[Problem] = []
@@ -144,7 +147,9 @@ def expand(spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.Mark
     explicit: set[str] = set()
     for i, node in enumerate(spec.nodes):
         if node.name in explicit:
-            problems.append(Problem(graph.where(("nodes", i, "name")), f"duplicate node {node.name!r}"))
+            problems.append(
+                Problem(graph.where(("nodes", i, "name")), f"duplicate node {node.name!r}")
+            )
             continue
         explicit.add(node.name)
         graph.nodes[node.name] = node  # overrides a generated node of that name
@@ -160,20 +165,31 @@ def expand(spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.Mark
                 )
         key = frozenset((link.a, link.b))
         if key in seen_explicit:
-            problems.append(
-                Problem(graph.where(("links", i)), f"duplicate link {link.a}–{link.b}")
-            )
+            problems.append(Problem(graph.where(("links", i)), f"duplicate link {link.a}–{link.b}"))
             continue
         seen_explicit.add(key)
         merged = _merge_attrs(spec.link_defaults, link)
         glink = GraphLink(
-            link.a, link.b, merged, link.a_ifname, link.b_ifname, link.a_addr, link.b_addr, ("links", i)
+            link.a,
+            link.b,
+            merged,
+            link.a_ifname,
+            link.b_ifname,
+            link.a_addr,
+            link.b_addr,
+            ("links", i),
         )
         if key in index_of:  # the topology already has this link: set its attributes
             old = graph.links[index_of[key]]
             if (old.a, old.b) != (link.a, link.b):  # keep the generated orientation
                 glink = GraphLink(
-                    old.a, old.b, merged, link.b_ifname, link.a_ifname, link.b_addr, link.a_addr,
+                    old.a,
+                    old.b,
+                    merged,
+                    link.b_ifname,
+                    link.a_ifname,
+                    link.b_addr,
+                    link.a_addr,
                     ("links", i),
                 )
             graph.links[index_of[key]] = glink
@@ -214,7 +230,9 @@ def _problems(
             fields = _fields_at(model, loc[:-1])
             hint = _did_you_mean(loc[-1], fields) if fields else ""
             known = f"; known keys: {', '.join(fields)}" if fields and not hint else ""
-            problems.append(Problem(doc.where(path, key=True), f"unknown key {loc[-1]!r}{hint}{known}"))
+            problems.append(
+                Problem(doc.where(path, key=True), f"unknown key {loc[-1]!r}{hint}{known}")
+            )
             continue
         if kind == "missing":
             problems.append(Problem(doc.where(path[:-1]), f"missing key {path[-1]!r}"))
@@ -236,7 +254,14 @@ def _problems(
 
 def _is_tag(part: str) -> bool:
     """pydantic adds union-arm and validator tags to locations; they are not YAML keys."""
-    return "[" in part or part in ("function-after", "function-before", "IPv4Interface", "IPv6Interface", "int", "str")
+    return "[" in part or part in (
+        "function-after",
+        "function-before",
+        "IPv4Interface",
+        "IPv6Interface",
+        "int",
+        "str",
+    )
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:

@@ -163,7 +163,9 @@ class Topology(Strict):
     @model_validator(mode="after")
     def _params_fit_kind(self) -> Topology:
         wanted = _TOPOLOGY_PARAMS[self.kind]
-        given = {k for k in ("nodes", "leaves", "rows", "cols", "depth", "fanout") if getattr(self, k)}
+        given = {
+            k for k in ("nodes", "leaves", "rows", "cols", "depth", "fanout") if getattr(self, k)
+        }
         missing = [k for k in wanted if k not in given]
         extra = sorted(given - set(wanted))
         if missing:
@@ -218,7 +220,8 @@ class Check(Strict):
     """What `up` verifies before it reports the lab usable."""
 
     reachability: Literal["auto", "all", "sample", "none"] = Field(
-        "auto", description="ping checks: all pairs, a sample per node, none; auto = all up to 128 nodes"
+        "auto",
+        description="ping checks: all pairs, a sample per node, none; auto = all up to 128 nodes",
     )
     timeout: Seconds = 10.0
 

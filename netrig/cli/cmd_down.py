@@ -1,0 +1,50 @@
+"""netrig down / clean: remove labs, exactly what the ledger says netrig made."""
+
+from __future__ import annotations
+
+import click
+
+from netrig.cli import cli
+from netrig.cli.common import console, err_console, reports_errors
+from netrig.lab.ledger import Ledger
+from netrig.lab.teardown import teardown
+
+
+@cli.command("down")
+@click.argument("labs", nargs=-1, required=True)
+@reports_errors
+def down(labs: tuple[str, ...]) -> None:
+    """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine."""
+    ledger = Ledger()
+    known = set(ledger.all_lab_names())
+    unknown = [name for name in labs if name not in known]
+    for name in labs:
+        if name in known:
+            report = teardown(ledger, name)
+            console.print(
+                f"lab {name}: removed {report.namespaces} namespaces, {report.processes} processes"
+            )
+    for name in unknown:  # idempotent: removing what is gone succeeds
+        err_console.print(f"lab {name}: not up, nothing to remove")
+
+
+@cli.command("clean")
+@reports_errors
+def clean() -> None:
+    """Remove everything netrig created on this host that is still there.
+
+    Works after a crash or kill -9 mid-build: the ledger records each object before it
+    exists. Namespaces and processes netrig did not create are never touched.
+    """
+    ledger = Ledger()
+    names = ledger.all_lab_names()
+    total_ns = total_proc = 0
+    for name in names:
+        report = teardown(ledger, name)
+        total_ns += report.namespaces
+        total_proc += report.processes
+        for skipped in report.skipped or []:
+            console.print(f"[yellow]kept {skipped}: it is not the namespace netrig created[/]")
+    console.print(
+        f"clean: {len(names)} labs, {total_ns} namespaces, {total_proc} processes removed"
+    )

@@ -1,0 +1,48 @@
+"""netrig exec / shell: run commands inside a lab node."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from netrig.cli import cli
+from netrig.cli.common import reports_errors
+from netrig.lab.lab import Lab
+
+
+@cli.command("exec", context_settings={"ignore_unknown_options": True})
+@click.argument("lab")
+@click.argument("node")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@reports_errors
+def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
+    """Run COMMAND in NODE of LAB; exits with the command's exit code.
+
+    Example: netrig exec ring n1 -- ping -c1 198.18.0.5
+    """
+    running = Lab.attach(lab)
+    running.plan.node(node)  # a clear error for an unknown node
+    try:
+        result = running.exec(node, list(command), text=False)
+    except FileNotFoundError:
+        click.echo(f"netrig: {command[0]}: command not found", err=True)
+        sys.exit(127)
+    sys.exit(result.returncode)
+
+
+@cli.command("shell")
+@click.argument("lab")
+@click.argument("node")
+@reports_errors
+def shell(lab: str, node: str) -> None:
+    """Open an interactive shell in NODE of LAB (exit it to return)."""
+    running = Lab.attach(lab)
+    running.plan.node(node)
+    env = dict(os.environ, NETRIG_LAB=lab, NETRIG_NODE=node, PS1=f"[{lab}:{node}] \\w# ")
+    sh = os.environ.get("SHELL", "/bin/bash")
+    result = running.exec(
+        node, [sh, "--norc", "-i"] if sh.endswith("bash") else [sh], env=env, text=False
+    )
+    sys.exit(result.returncode)

@@ -1,0 +1,42 @@
+"""netrig status: the labs that are up."""
+
+from __future__ import annotations
+
+import time
+
+from rich.table import Table
+
+from netrig.cli import cli
+from netrig.cli.common import console, reports_errors
+from netrig.lab import netns
+from netrig.lab.ledger import Ledger
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
+@cli.command("status")
+@reports_errors
+def status() -> None:
+    """List labs: name, state, node count, age, and the file they came from."""
+    ledger = Ledger()
+    labs = ledger.labs()
+    if not labs:
+        console.print("no labs are up")
+        return
+    table = Table()
+    for column in ("lab", "state", "nodes", "age", "file"):
+        table.add_column(column)
+    for lab in labs:
+        present = sum(1 for o in ledger.objects(lab.name, "netns") if netns.exists(o.name))
+        state = (
+            lab.state if present == lab.nodes else f"{lab.state} ({present}/{lab.nodes} namespaces)"
+        )
+        table.add_row(
+            lab.name, state, str(lab.nodes), _age(time.time() - lab.created), lab.source or ""
+        )
+    console.print(table)

@@ -1,0 +1,64 @@
+"""netrig trace: the path packets of a flow take, from each node's FIB."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from netrig.cli import cli
+from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
+from netrig.lab.lab import Lab
+from netrig.lab.trace import IPPROTO, Tracer, count_paths
+
+
+@cli.command("trace")
+@click.argument("lab")
+@click.argument("src")
+@click.argument("dst")
+@click.option(
+    "--count",
+    "flows",
+    type=click.IntRange(1, 100000),
+    default=None,
+    help="Trace N flows (source ports 32768…) and count how often each path is used.",
+)
+@click.option("--proto", type=click.Choice(sorted(IPPROTO)), default="tcp", show_default=True)
+@click.option("--sport", type=click.IntRange(1, 65535), default=40000, show_default=True)
+@click.option("--dport", type=click.IntRange(1, 65535), default=5201, show_default=True)
+@click.option("-6", "ipv6", is_flag=True, help="Trace to DST's IPv6 address.")
+@reports_errors
+def trace(
+    lab: str, src: str, dst: str, flows: int | None, proto: str, sport: int, dport: int, ipv6: bool
+) -> None:
+    """Show the hops from node SRC to DST (a node name or an address) in LAB.
+
+    Each hop is the kernel's own forwarding decision for the flow, multipath hash
+    included, so `--count` shows how equal-cost paths share the traffic.
+    """
+    running = Lab.attach(lab)
+    plan = running.plan
+    plan.node(src)
+    dst_addr = plan.addr(dst, 6 if ipv6 else 4) if dst in plan.nodes else dst
+    if ":" not in dst_addr and not dst_addr.replace(".", "").isdigit():
+        fail(f"{dst!r} is neither a node of lab {lab!r} nor an address", EXIT_BAD_INPUT)
+    if flows is None:
+        with Tracer(plan) as tracer:
+            path = tracer.trace(src, dst_addr, proto, sport, dport)
+        console.print(
+            f"{src} → {dst} ({dst_addr}), {proto} {sport}→{dport}: {len(path.hops) - 1} hops"
+        )
+        console.print(str(path))
+        if not path.reached:
+            raise SystemExit(EXIT_FAILURE)
+        return
+    counts = count_paths(plan, src, dst_addr, flows, proto, dport)
+    table = Table(title=f"{flows} {proto} flows {src} → {dst} ({dst_addr})", title_justify="left")
+    table.add_column("flows", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("hops", justify="right")
+    table.add_column("path")
+    for path, n in counts.most_common():
+        table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(path.hops) - 1), str(path))
+    console.print(table)
+    if any(not p.reached for p in counts):
+        raise SystemExit(EXIT_FAILURE)

@@ -1,0 +1,87 @@
+"""netrig up FILE: build a lab and print its nodes, interfaces and addresses."""
+
+from __future__ import annotations
+
+import time
+
+import click
+from rich.table import Table
+
+from netrig.cli import cli
+from netrig.cli.common import console, err_console, reports_errors
+from netrig.lab.lab import Lab
+from netrig.plan.model import LabPlan
+
+TABLE_ROWS = 24
+
+
+@cli.command("up")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
+@reports_errors
+def up(file: str, no_check: bool, quiet: bool) -> None:
+    """Build the lab described in FILE and wait until it is usable.
+
+    Usable means: links up, addresses and routes installed, spanning tree settled,
+    and (unless --no-check) every pair of nodes the routing promises to connect
+    answering pings. The lab stays up until `netrig down NAME`.
+    """
+    lab = Lab.from_file(file)
+
+    def progress(msg: str) -> None:
+        if not quiet:
+            err_console.print(f"[dim]… {msg}[/]")
+
+    started = time.perf_counter()
+    timings = lab.up(check_reachability=not no_check, progress=progress)
+    wall = time.perf_counter() - started
+    if not quiet:
+        console.print(node_table(lab.plan))
+    details = [f"build {timings.total:.3f} s"]
+    if result := lab.check_result:
+        details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
+    plan = lab.plan
+    console.print(
+        f"[green]lab {lab.name} is up[/] in {wall:.2f} s: {len(plan.nodes)} nodes, "
+        f"{len(plan.links)} links, {timings.routes} routes ({'; '.join(details)})",
+        soft_wrap=True,
+    )
+
+
+def node_table(plan: LabPlan, limit: int = TABLE_ROWS) -> Table:
+    table = Table(title=f"lab {plan.name} ({plan.protocol})", title_justify="left")
+    for column in ("node", "kind", "interface", "peer", "addresses"):
+        table.add_column(column)
+    for rows, node in enumerate(plan.nodes.values()):
+        if rows >= limit:
+            table.add_row(
+                f"… {len(plan.nodes) - list(plan.nodes).index(node.name)} more nodes",
+                "",
+                "",
+                "",
+                "",
+            )
+            break
+        if node.loopbacks:
+            table.add_row(node.name, node.kind, "lo", "", " ".join(node.loopbacks))
+        if node.bridge:
+            ports = ", ".join(i.name for i in node.ifaces)
+            stp = " stp" if node.bridge.stp else ""
+            table.add_row(
+                node.name,
+                node.kind,
+                node.bridge.name,
+                f"[{ports}]{stp}",
+                " ".join(node.bridge.addrs),
+            )
+        for iface in node.ifaces:
+            peer = f"{iface.peer}:{iface.peer_iface}"
+            table.add_row(
+                node.name,
+                node.kind,
+                iface.name,
+                peer,
+                " ".join(iface.addrs[:2]) + (" …" if len(iface.addrs) > 2 else ""),
+            )
+    return table

@@ -1,0 +1,56 @@
+"""What every subcommand shares: error reporting with exit codes, and the console."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from netrig.lab.build import LabError
+from netrig.plan.model import UnknownName
+from netrig.spec.load import SpecError
+from netrig.spec.yamlmarks import YamlSyntaxError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def fail(message: str, code: int) -> None:
+    err_console.print(f"[bold red]netrig:[/] {message}", soft_wrap=True)
+    sys.exit(code)
+
+
+def reports_errors(fn: F) -> F:
+    """Turn netrig's exceptions into one clear message and the documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as exc:
+            for problem in exc.problems:
+                err_console.print(f"[bold]{problem.where}[/]: {problem.message}", soft_wrap=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except YamlSyntaxError as exc:
+            err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
+            sys.exit(EXIT_BAD_INPUT)
+        except LabError as exc:
+            fail(str(exc), exc.exit_code)
+        except UnknownName as exc:
+            fail(str(exc), EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            fail("interrupted; everything this command created was removed", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def node_argument(fn: F) -> F:
+    return click.argument("node")(fn)

@@ -1,0 +1,172 @@
+"""The hops a packet takes, asked of each node's FIB the way the kernel forwards it.
+
+At the source the lookup is an output lookup (as `connect()` does: first without a source
+address to learn the preferred one, then with it and the ports); at every later node it is
+an input lookup on the interface the packet arrives on, with the flow's addresses, protocol
+and ports, so multipath hashing (L3 or L4 policy) picks the same next hop it would pick for
+real traffic. Counting over many flows (source ports) shows how traffic spreads.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from ipaddress import ip_address
+
+from netrig.lab import netns, nlwire
+from netrig.plan.model import LabPlan
+
+MAX_HOPS = 64
+IPPROTO = {"tcp": socket.IPPROTO_TCP, "udp": socket.IPPROTO_UDP, "icmp": socket.IPPROTO_ICMP}
+
+
+@dataclass(frozen=True)
+class Hop:
+    node: str
+    out_iface: str | None  # None at the destination
+
+
+@dataclass(frozen=True)
+class Path:
+    hops: tuple[Hop, ...]
+    reached: bool
+    error: str | None = None
+
+    def nodes(self) -> list[str]:
+        return [h.node for h in self.hops]
+
+    def __str__(self) -> str:
+        parts = [h.node + (f" ({h.out_iface})" if h.out_iface else "") for h in self.hops]
+        text = " → ".join(parts)
+        return text if self.reached else f"{text} ✘ {self.error or 'not reached'}"
+
+
+class Tracer:
+    """Holds one rtnetlink socket per visited node (opened inside it) for many lookups."""
+
+    def __init__(self, plan: LabPlan) -> None:
+        self.plan = plan
+        self.sockets: dict[str, nlwire.RtnlSocket] = {}
+        self.owner: dict[str, tuple[str, int]] = {}  # address → (node, ifindex)
+        self.ifname: dict[tuple[str, int], str] = {}
+        for node in plan.nodes.values():
+            for cidr in node.loopbacks:
+                self.owner[cidr.split("/")[0]] = (node.name, 1)
+            if node.bridge:
+                self.ifname[(node.name, node.bridge.index)] = node.bridge.name
+                for cidr in node.bridge.addrs:
+                    self.owner[cidr.split("/")[0]] = (node.name, node.bridge.index)
+            for iface in node.ifaces:
+                self.ifname[(node.name, iface.index)] = iface.name
+                for cidr in iface.addrs:
+                    self.owner[cidr.split("/")[0]] = (node.name, iface.index)
+
+    def close(self) -> None:
+        for sock in self.sockets.values():
+            sock.close()
+
+    def __enter__(self) -> Tracer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _sock(self, node: str) -> nlwire.RtnlSocket:
+        if node not in self.sockets:
+            self.sockets[node] = netns.in_netns(self.plan.node(node).ns, nlwire.RtnlSocket)
+        return self.sockets[node]
+
+    def route_get(
+        self,
+        node: str,
+        dst: str,
+        src: str | None,
+        iif: int | None,
+        proto: int,
+        sport: int,
+        dport: int,
+    ) -> tuple[int, dict[int, bytes]]:
+        family = socket.AF_INET6 if ":" in dst else socket.AF_INET
+        bits = 32 if family == socket.AF_INET else 128
+        body = struct.pack("=BBBBBBBBI", family, bits, bits if src else 0, 0, 0, 0, 0, 0, 0)
+        body += nlwire.attr(nlwire.RTA_DST, ip_address(dst).packed)
+        if src:
+            body += nlwire.attr(nlwire.RTA_SRC, ip_address(src).packed)
+        if iif:
+            body += nlwire.attr_u32(nlwire.RTA_IIF, iif)
+        body += nlwire.attr(nlwire.RTA_IP_PROTO, bytes([proto]))
+        if proto in (socket.IPPROTO_TCP, socket.IPPROTO_UDP):
+            body += nlwire.attr(nlwire.RTA_SPORT, struct.pack("!H", sport))
+            body += nlwire.attr(nlwire.RTA_DPORT, struct.pack("!H", dport))
+        replies = self._sock(node).request(nlwire.RTM_GETROUTE, 0, body)
+        if not replies:
+            raise OSError(0, "no answer")
+        payload = replies[0][1]
+        rtm_type = payload[7]
+        return rtm_type, nlwire.parse_attrs(payload, 12)
+
+    def trace(
+        self,
+        src: str,
+        dst_addr: str,
+        proto: str = "tcp",
+        sport: int = 40000,
+        dport: int = 5201,
+        from_addr: str | None = None,
+    ) -> Path:
+        p = IPPROTO[proto]
+        hops: list[Hop] = []
+        node, iif = src, None
+        flow_src = from_addr
+        try:
+            if flow_src is None:  # what connect() would choose as the source address
+                _t, attrs = self.route_get(src, dst_addr, None, None, p, sport, dport)
+                pref = attrs.get(nlwire.RTA_PREFSRC)
+                flow_src = str(ip_address(pref)) if pref else None
+            for _ in range(MAX_HOPS):
+                rtm_type, attrs = self.route_get(node, dst_addr, flow_src, iif, p, sport, dport)
+                if rtm_type == nlwire.RTN_LOCAL:
+                    hops.append(Hop(node, None))
+                    return Path(tuple(hops), True)
+                oif = (
+                    struct.unpack("=I", attrs[nlwire.RTA_OIF])[0] if nlwire.RTA_OIF in attrs else 0
+                )
+                gw_raw = attrs.get(nlwire.RTA_GATEWAY)
+                nexthop = str(ip_address(gw_raw)) if gw_raw else dst_addr
+                hops.append(Hop(node, self.ifname.get((node, oif), f"if{oif}")))
+                nxt = self._next_node(node, oif, nexthop)
+                if nxt is None:
+                    return Path(tuple(hops), False, f"next hop {nexthop} is outside the lab")
+                node, iif = nxt
+            return Path(tuple(hops), False, f"more than {MAX_HOPS} hops (a loop?)")
+        except OSError as exc:
+            return Path(tuple([*hops, Hop(node, None)]), False, exc.strerror or str(exc))
+
+    def _next_node(self, node: str, oif: int, nexthop: str) -> tuple[str, int] | None:
+        """The node (and its ingress ifindex) the packet reaches next."""
+        plan_node = self.plan.node(node)
+        for iface in plan_node.ifaces:
+            if iface.index == oif and not iface.master:
+                peer = self.plan.node(iface.peer)
+                if peer.kind == "host" and not peer.bridge:
+                    return peer.name, peer.iface(iface.peer_iface).index
+        return self.owner.get(nexthop)
+
+
+def count_paths(
+    plan: LabPlan,
+    src: str,
+    dst_addr: str,
+    flows: int,
+    proto: str = "tcp",
+    dport: int = 5201,
+    first_sport: int = 32768,
+) -> Counter[Path]:
+    """How many of `flows` flows (distinct source ports) take each path."""
+    counts: Counter[Path] = Counter()
+    with Tracer(plan) as tracer:
+        for i in range(flows):
+            counts[tracer.trace(src, dst_addr, proto, first_sport + i, dport)] += 1
+    return counts

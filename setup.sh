@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# netrig set-up: install what is missing (Debian packages, a virtualenv), then
+#   ./setup.sh demo    build a demo lab, show its paths and numbers, remove it (default)
+#   ./setup.sh test    lint and run the test suite (what CI runs)
+#   ./setup.sh bench   run every benchmark in benchmarks/ and print its figures
+# Must run as root (netrig creates network namespaces).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(iproute2 iputils-ping iperf3 fping ministat nftables iptables ipset
+              batmand babeld bird2 clang llvm libbpf-dev xdp-tools tcpdump ethtool)
+VENV=.venv
+
+need_root() {
+    if [ "$(id -u)" != 0 ]; then echo "setup.sh: run as root (netrig creates network namespaces)" >&2; exit 2; fi
+}
+
+ensure_apt() {
+    local missing=()
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing Debian packages: ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+ensure_venv() {
+    local stamp="$VENV/.netrig-installed"
+    if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return; fi
+    if ! python3 -m venv "$VENV" 2>/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$VENV"
+    fi
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q -e '.[test]'
+    touch "$stamp"
+}
+
+main() {
+    local job="${1:-demo}"
+    need_root
+    ensure_apt
+    ensure_venv
+    export PATH="$PWD/$VENV/bin:$PATH"
+    case "$job" in
+        demo)
+            netrig doctor || true
+            netrig up examples/ring16.yaml
+            echo; echo "\$ netrig trace ring16 n1 n9 --count 64   # two equal 8-hop paths"
+            netrig trace ring16 n1 n9 --count 64 || true
+            echo; echo "\$ netrig exec ring16 n1 -- ping -c3 -i0.2 198.18.0.9"
+            netrig exec ring16 n1 -- ping -c3 -i0.2 198.18.0.9 || true
+            netrig down ring16
+            ;;
+        test)
+            ruff check netrig tests benchmarks
+            set +e
+            python -m pytest -q -p no:cacheprovider tests "${@:2}"
+            rc=$?
+            set -e
+            if [ "$rc" = 5 ]; then echo "setup.sh: pytest collected no tests: that is a failure" >&2; exit 1; fi
+            exit "$rc"
+            ;;
+        bench)
+            for bench in benchmarks/*.py; do echo "== $bench"; python "$bench" "${@:2}"; done
+            ;;
+        *)
+            echo "usage: $0 [demo|test|bench]" >&2; exit 2
+            ;;
+    esac
+}
+
+main "$@"

@@ -1,0 +1,90 @@
+"""Shared fixtures: unique lab names, labs that are always removed, root/tool skips.
+
+Every lab a test builds goes through `make_lab` (or is named by `lab_name`), and the
+session ends by checking that none of this run's namespaces is left on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from netrig.lab import netns
+from netrig.lab.lab import Lab
+from netrig.lab.ledger import Ledger
+from netrig.lab.teardown import teardown
+
+RUN_TAG = uuid.uuid4().hex[:4]
+_names: list[str] = []
+
+requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+
+
+def requires_tool(tool: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
+
+
+def new_lab_name(prefix: str = "t") -> str:
+    """Unique per test and per run, short enough for namespace names."""
+    name = f"{prefix}{RUN_TAG}{len(_names):03d}"
+    _names.append(name)
+    return name
+
+
+@pytest.fixture
+def lab_name() -> Iterator[str]:
+    """A unique lab name; whatever lab of that name exists after the test is removed."""
+    name = new_lab_name()
+    yield name
+    ledger = Ledger()
+    if name in ledger.all_lab_names():
+        teardown(ledger, name)
+    ledger.close()
+
+
+@pytest.fixture
+def make_lab() -> Iterator[Callable[..., Lab]]:
+    """Build a lab from a dict (name filled in); every lab built is removed after the test."""
+    built: list[Lab] = []
+
+    def make(spec: dict[str, Any], check: bool = True) -> Lab:
+        spec = {"name": new_lab_name(), **spec}
+        lab = Lab.from_spec(spec)
+        built.append(lab)
+        lab.up(check_reachability=check)
+        return lab
+
+    yield make
+    for lab in built:
+        lab.down()
+
+
+def netrig_cli(*args: str, check: bool = False, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """Run the real command line, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "netrig", *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        **kwargs,
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """No test of this run may leave a namespace behind; remove and report any that did."""
+    if os.geteuid() != 0:
+        return
+    leftovers = [ns for ns in netns.list_names() if any(ns.startswith(n + "-") for n in _names)]
+    if leftovers:
+        ledger = Ledger()
+        for name in {n for n in _names for ns in leftovers if ns.startswith(n + "-")}:
+            teardown(ledger, name)
+        session.exitstatus = 1
+        print(f"\nERROR: tests left namespaces behind: {leftovers[:10]}", file=sys.stderr)

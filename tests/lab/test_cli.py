@@ -1,0 +1,113 @@
+"""The command line as a user meets it: exit codes, messages, kill -9 and clean."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from netrig.lab import netns
+from netrig.lab.ledger import Ledger
+from tests.conftest import netrig_cli, requires_root
+
+pytestmark = requires_root
+
+
+def write_lab(tmp_path, name: str, body: str) -> str:  # type: ignore[no-untyped-def]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\n{body}")
+    return str(path)
+
+
+def test_up_status_exec_trace_down(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    path = write_lab(
+        tmp_path, lab_name, "topology: {kind: ring, nodes: 6}\nrouting: {protocol: ecmp}\n"
+    )
+    assert netrig_cli("validate", path).returncode == 0
+    up = netrig_cli("up", path)
+    assert up.returncode == 0, up.stderr
+    assert f"lab {lab_name} is up" in up.stdout and "198.18.0.1/32" in up.stdout
+    again = netrig_cli("up", path)
+    assert again.returncode == 1 and "already up" in again.stderr
+    assert lab_name in netrig_cli("status").stdout
+    ping = netrig_cli("exec", lab_name, "n1", "--", "ping", "-c1", "-W1", "198.18.0.4")
+    assert ping.returncode == 0 and "1 received" in ping.stdout
+    assert netrig_cli("exec", lab_name, "n1", "--", "false").returncode == 1
+    trace = netrig_cli("trace", lab_name, "n1", "n4", "--count", "40")
+    assert trace.returncode == 0 and trace.stdout.count("n1 (eth") == 2  # both 3-hop paths
+    assert netrig_cli("exec", lab_name, "n99", "--", "true").returncode == 2
+    down = netrig_cli("down", lab_name)
+    assert down.returncode == 0 and "removed 6 namespaces" in down.stdout
+    assert netrig_cli("down", lab_name).returncode == 0  # idempotent
+    assert not any(ns.startswith(lab_name + "-") for ns in netns.list_names())
+
+
+def test_bad_input_exits_2_and_creates_nothing(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    path = write_lab(
+        tmp_path, lab_name, "topology: {kind: chain, nodes: 3}\nlinks:\n  - {a: n1, b: n7}\n"
+    )
+    before = netns.list_names()
+    for cmd in ("validate", "up"):
+        result = netrig_cli(cmd, path)
+        assert result.returncode == 2
+        assert f"{path}:4:16: link to unknown node 'n7'" in result.stderr
+    assert netns.list_names() == before
+    assert lab_name not in Ledger().all_lab_names()
+
+
+def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    foreign_ns = f"foreign{os.getpid()}"
+    host_veth = f"fv{os.getpid() % 100000}"
+    subprocess.run(["ip", "netns", "add", foreign_ns], check=True)
+    subprocess.run(
+        ["ip", "link", "add", host_veth, "type", "veth", "peer", "name", host_veth + "p"],
+        check=True,
+    )
+    try:
+        path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 600}\n")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "netrig", "up", "-q", path],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # wait until it is mid-way through the namespaces
+            made = [n for n in netns.list_names() if n.startswith(lab_name + "-")]
+            if len(made) >= 50:
+                break
+            time.sleep(0.002)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        made = [n for n in netns.list_names() if n.startswith(lab_name + "-")]
+        assert 0 < len(made) < 600, "the kill did not land mid-setup"
+        clean = netrig_cli("clean")
+        assert clean.returncode == 0, clean.stderr
+        assert not [n for n in netns.list_names() if n.startswith(lab_name + "-")]
+        assert foreign_ns in netns.list_names()
+        link = subprocess.run(["ip", "link", "show", host_veth], capture_output=True)
+        assert link.returncode == 0
+        assert lab_name not in Ledger().all_lab_names()
+    finally:
+        subprocess.run(["ip", "netns", "del", foreign_ns], check=False)
+        subprocess.run(["ip", "link", "del", host_veth], check=False)
+
+
+def test_sigterm_during_up_removes_the_partial_lab(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 600}\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", "up", "-q", path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if len([n for n in netns.list_names() if n.startswith(lab_name + "-")]) >= 50:
+            break
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not [n for n in netns.list_names() if n.startswith(lab_name + "-")]

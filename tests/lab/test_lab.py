@@ -1,0 +1,122 @@
+"""The lab engine on real namespaces: reachability, ECMP, STP, rate limits, two labs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+from netrig.lab import netns
+from netrig.lab.lab import Lab
+from netrig.lab.trace import Tracer, count_paths
+from tests.conftest import requires_root, requires_tool
+
+pytestmark = requires_root
+
+
+@requires_tool("ping")
+def test_ping_across_8_hops_of_a_static_ring(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 16}, "routing": {"protocol": "static"}})
+    assert lab.check_result is not None and lab.check_result.pairs == 16 * 15 * 2
+    out = lab.exec("n1", ["ping", "-c1", "-W2", lab.addr("n9")], capture_output=True)
+    assert out.returncode == 0, out.stderr
+    ttl = int(re.search(r"ttl=(\d+)", out.stdout).group(1))  # type: ignore[union-attr]
+    assert ttl == 64 - 7  # 8 links, 7 forwarding routers in between
+    out6 = lab.exec("n1", ["ping", "-6", "-c1", "-W2", lab.addr("n9", 6)], capture_output=True)
+    assert out6.returncode == 0, out6.stderr
+    with Tracer(lab.plan) as tracer:
+        path = tracer.trace("n1", lab.addr("n9"))
+    assert path.reached and len(path.hops) == 9
+
+
+def test_ecmp_routes_hold_both_next_hops_and_flows_use_both(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 8}, "routing": {"protocol": "ecmp"}})
+    out = lab.exec("n1", ["ip", "-j", "route", "show", lab.addr("n5")], capture_output=True)
+    routes = json.loads(out.stdout)
+    assert len(routes) == 1 and len(routes[0]["nexthops"]) == 2
+    assert {h["dev"] for h in routes[0]["nexthops"]} == {"eth0", "eth1"}
+    counts = count_paths(lab.plan, "n1", lab.addr("n5"), 64)
+    assert len(counts) == 2 and all(p.reached and len(p.hops) == 5 for p in counts)
+    assert min(counts.values()) >= 8  # an L4 hash spreads 64 flows over both paths
+
+
+def test_ecmp_l3_hash_keeps_one_path_per_address_pair(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab(
+        {"topology": {"kind": "ring", "nodes": 8}, "routing": {"protocol": "ecmp", "hash": "l3"}}
+    )
+    assert len(count_paths(lab.plan, "n1", lab.addr("n5"), 32)) == 1
+
+
+@requires_tool("bridge")
+def test_switch_loop_with_stp_stays_usable(make_lab) -> None:  # type: ignore[no-untyped-def]
+    switches = [{"name": f"s{i}", "kind": "switch", "stp": True} for i in (1, 2, 3)]
+    hosts = [{"name": f"h{i}"} for i in (1, 2, 3)]
+    links = [{"a": "s1", "b": "s2"}, {"a": "s2", "b": "s3"}, {"a": "s3", "b": "s1"}]
+    links += [{"a": f"h{i}", "b": f"s{i}"} for i in (1, 2, 3)]
+    lab = make_lab({"nodes": switches + hosts, "links": links})
+    states = []
+    for sw in ("s1", "s2", "s3"):
+        out = lab.exec(sw, ["bridge", "-j", "link"], capture_output=True)
+        states += [p["state"] for p in json.loads(out.stdout)]
+    assert states.count("blocking") == 1  # the loop is cut exactly once
+    out = lab.exec("h1", ["ping", "-c3", "-i0.2", "-W1", lab.addr("h3")], capture_output=True)
+    assert out.returncode == 0 and " 0% packet loss" in out.stdout
+
+
+def test_rate_limit_and_mtu_are_applied(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab(
+        {
+            "topology": {"kind": "pair"},
+            "links": [{"a": "n1", "b": "n2", "rate": "50mbit", "mtu": 9000}],
+        }
+    )
+    for node in ("n1", "n2"):
+        qdisc = lab.exec(node, ["tc", "-j", "qdisc", "show", "dev", "eth0"], capture_output=True)
+        (tbf,) = [q for q in json.loads(qdisc.stdout) if q["kind"] == "tbf"]
+        assert tbf["options"]["rate"] == 50_000_000 // 8
+        link = lab.exec(node, ["ip", "-j", "link", "show", "eth0"], capture_output=True)
+        assert json.loads(link.stdout)[0]["mtu"] == 9000
+
+
+def test_two_labs_side_by_side(make_lab) -> None:  # type: ignore[no-untyped-def]
+    a = make_lab({"topology": {"kind": "chain", "nodes": 3}})
+    b = make_lab({"topology": {"kind": "chain", "nodes": 3}})
+    assert a.addr("n3") == b.addr("n3")  # same addresses, separate namespaces
+    a.down()
+    assert not any(netns.exists(n.ns) for n in a.plan.nodes.values())
+    assert b.exists()
+    out = b.exec("n1", ["ping", "-c1", "-W1", b.addr("n3")], capture_output=True)
+    assert out.returncode == 0
+
+
+def test_private_run_directory_per_node(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "pair"}})
+    lab.plan.private_run = True  # what a daemon plugin such as batman asks for
+    lab.exec("n1", ["sh", "-c", "echo one > /run/marker"], check=True)
+    lab.exec("n2", ["sh", "-c", "echo two > /run/marker"], check=True)
+    assert lab.exec("n1", ["cat", "/var/run/marker"], capture_output=True).stdout == "one\n"
+    assert lab.exec("n2", ["cat", "/run/marker"], capture_output=True).stdout == "two\n"
+    sysfs = lab.exec("n1", ["ls", "/sys/class/net"], capture_output=True).stdout.split()
+    assert sorted(sysfs) == ["eth0", "lo"]
+
+
+def test_python_api_context_manager(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "lab.yaml"
+    path.write_text(f"name: {lab_name}\ntopology: {{kind: chain, nodes: 4}}\n")
+    with Lab.from_file(str(path)) as lab:
+        result = lab.exec("n1", ["ping", "-c1", "-W1", lab.addr("n4")], capture_output=True)
+        assert result.returncode == 0
+        namespaces = [n.ns for n in lab.plan.nodes.values()]
+        assert all(netns.exists(ns) for ns in namespaces)
+    assert not any(netns.exists(ns) for ns in namespaces)
+
+
+def test_popen_is_recorded_and_ended_by_down(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "pair"}})
+    proc = lab.popen("n1", ["sleep", "300"])
+    recorded = [o for o in lab.ledger.objects(lab.name, "process") if o.pid == proc.pid]
+    assert len(recorded) == 1
+    report = lab.down()
+    assert report.processes >= 1
+    assert proc.wait(timeout=5) is not None
+    assert subprocess.run(["kill", "-0", str(proc.pid)], capture_output=True).returncode != 0

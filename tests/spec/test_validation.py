@@ -1,0 +1,169 @@
+"""Bad lab files: one clear message each, pointing at file:line:col (golden messages)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from netrig.plan.build import build_plan
+from netrig.spec.load import SpecError, load_text
+from netrig.spec.yamlmarks import YamlSyntaxError
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(textwrap.dedent(text), "lab.yaml"))
+    return [str(p) for p in info.value.problems]
+
+
+def test_minimal_sketch_file_is_valid() -> None:
+    plan = build_plan(
+        load_text("name: r\ntopology: {kind: ring, nodes: 100}\nrouting: {protocol: static}\n")
+    )
+    assert len(plan.nodes) == 100 and plan.route_count() > 0
+
+
+def test_unknown_key_with_suggestion() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: 4}
+        routnig: {protocol: static}
+        """) == ["lab.yaml:3:1: unknown key 'routnig' (did you mean 'routing'?)"]
+
+
+def test_unknown_nested_key_lists_known_keys() -> None:
+    (msg,) = problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, colour: red}
+        """)
+    assert msg.startswith("lab.yaml:4:20: unknown key 'colour'; known keys: mtu, rate,")
+
+
+def test_wrong_type() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: many}
+        """) == [
+        "lab.yaml:2:31: topology.nodes: Input should be a valid integer, unable to parse "
+        "string as an integer (got 'many')"
+    ]
+
+
+def test_link_to_unknown_node() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: chain, nodes: 3}
+        links:
+          - {a: n1, b: n33}
+        """) == ["lab.yaml:4:16: link to unknown node 'n33' (did you mean 'n3'?)"]
+
+
+def test_duplicate_node_and_self_loop() -> None:
+    found = problems("""\
+        name: r
+        nodes:
+          - {name: a}
+          - {name: a}
+        links:
+          - {a: a, b: a}
+        """)
+    assert found == ["lab.yaml:6:5: link from 'a' to itself: a self-loop is not a link"]
+    assert problems("""\
+        name: r
+        nodes:
+          - {name: a}
+          - {name: a}
+        """) == ["lab.yaml:4:12: duplicate node 'a'"]
+
+
+def test_interface_name_too_long() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, a_ifname: uplink-to-the-core}
+        """) == [
+        "lab.yaml:4:30: interface name 'uplink-to-the-core' is 18 characters; "
+        "the kernel allows at most 15"
+    ]
+
+
+def test_interface_name_with_refused_character() -> None:
+    (msg,) = problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, b_ifname: "eth/0"}
+        """)
+    assert msg == "lab.yaml:4:30: interface name 'eth/0' contains '/', which the kernel refuses"
+
+
+def test_lab_name_rules() -> None:
+    assert problems("name: my lab\ntopology: {kind: pair}\n") == [
+        "lab.yaml:1:7: lab name 'my lab' may hold only letters, digits, '_', '.', '-' "
+        "and must start with a letter or digit"
+    ]
+    assert problems("name: a-very-long-lab-name-indeed\ntopology: {kind: pair}\n") == [
+        "lab.yaml:1:7: lab name 'a-very-long-lab-name-indeed' is 27 characters; at most 20"
+    ]
+
+
+def test_pool_too_small() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: 20}
+        addressing: {ipv4: 198.18.0.0/28, ipv6: false}
+        """) == ["lab.yaml:3:13: address pool 198.18.0.0/28 too small for 20 loopbacks"]
+
+
+def test_topology_parameters() -> None:
+    assert problems("name: r\ntopology: {kind: grid, rows: 3}\n") == [
+        "lab.yaml:2:11: topology 'grid' needs cols"
+    ]
+    assert problems("name: r\ntopology: {kind: ring, nodes: 2}\n") == [
+        "lab.yaml:2:11: a ring needs at least 3 nodes"
+    ]
+
+
+def test_unknown_protocol_and_option() -> None:
+    assert problems("name: r\ntopology: {kind: pair}\nrouting: {protocol: ecpm}\n") == [
+        "lab.yaml:3:21: unknown routing protocol 'ecpm' (did you mean 'ecmp'?); "
+        "known: bridge, ecmp, none, static"
+    ]
+    assert problems("name: r\ntopology: {kind: pair}\nrouting: {protocol: ecmp, hash: l5}\n") == [
+        "lab.yaml:3:33: routing.hash: Input should be 'l3' or 'l4' (got 'l5')"
+    ]
+
+
+def test_netem_refused_where_kernel_lacks_it() -> None:
+    from netrig.doctor import features
+
+    if features.has_feature("netem"):
+        pytest.skip("this kernel has netem")
+    (msg,) = problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, delay: 10ms}
+        """)
+    assert msg.startswith("lab.yaml:4:5: link n1–n2 sets delay, which needs the netem qdisc")
+
+
+def test_bad_rate_unit() -> None:
+    (msg,) = problems("name: r\ntopology: {kind: pair}\nlink_defaults: {rate: 10 furlongs}\n")
+    assert msg.startswith("lab.yaml:3:23: '10 furlongs' is not a rate")
+
+
+def test_yaml_syntax_error_points_at_line() -> None:
+    with pytest.raises(YamlSyntaxError) as info:
+        load_text("name: r\ntopology: {kind: pair\n", "lab.yaml")
+    assert str(info.value).startswith("lab.yaml:3:1: YAML syntax error")
+
+
+def test_shared_subnet_refused_by_static() -> None:
+    assert problems("name: r\ntopology: {kind: pair}\naddressing: {mode: shared-subnet}\n") == [
+        "lab.yaml:3:20: routing 'static' cannot use addressing mode 'shared-subnet'"
+    ]
