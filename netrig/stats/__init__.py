@@ -1,0 +1,1 @@
+"""Statistics: a byte-exact ministat (`ministat`) and the comparisons it lacks (`compare`)."""
