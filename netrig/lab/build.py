@@ -162,6 +162,8 @@ def _create_links(plan: LabPlan, fds: dict[str, int]) -> None:
                 index=a_if.index,
                 peer_index=b_if.index,
                 mtu=link.mtu,
+                mac=a_if.mac or None,
+                peer_mac=b_if.mac or None,
                 what=f"veth {link.a}:{link.a_iface} – {link.b}:{link.b_iface}",
             )
         )
@@ -181,7 +183,9 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
     if node.bridge:
         br = node.bridge
         reqs.append(
-            nlwire.new_bridge(br.name, index=br.index, stp=br.stp, what=f"bridge in {where}")
+            nlwire.new_bridge(
+                br.name, index=br.index, stp=br.stp, mac=br.mac or None, what=f"bridge in {where}"
+            )
         )
     for iface in node.ifaces:
         master = node.bridge.index if node.bridge and iface.master == node.bridge.name else None
@@ -202,6 +206,8 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
                     index, addr, int(plen), broadcast=brd, what=f"address {cidr} in {where}"
                 )
             )
+    for index, addr, mac in node.neighbors:
+        reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr} in {where}"))
     for route in node.routes:
         dst, plen = route.dst.split("/")
         reqs.append(

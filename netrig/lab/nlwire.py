@@ -33,6 +33,9 @@ NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
 RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK = 16, 17, 18, 19
 RTM_NEWADDR, RTM_DELADDR = 20, 21
 RTM_NEWROUTE, RTM_DELROUTE, RTM_GETROUTE = 24, 25, 26
+RTM_NEWNEIGH = 28
+NDA_DST, NDA_LLADDR = 1, 2
+NUD_PERMANENT = 0x80
 
 IFF_UP = 0x1
 IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 1, 3, 4, 10
@@ -127,6 +130,8 @@ def new_veth(
     index: int = 0,
     peer_index: int = 0,
     mtu: int | None = None,
+    mac: str | None = None,
+    peer_mac: str | None = None,
     up: bool = True,
     what: str = "",
 ) -> Request:
@@ -143,6 +148,7 @@ def new_veth(
         + attr_str(IFLA_IFNAME, peer_name)
         + attr_u32(IFLA_NET_NS_FD, peer_ns_fd)
         + mtu_attr
+        + (attr(IFLA_ADDRESS, mac_bytes(peer_mac)) if peer_mac else b"")
     )
     linkinfo = attr_str(IFLA_INFO_KIND, "veth") + attr(IFLA_INFO_DATA, attr(VETH_INFO_PEER, peer))
     body = (
@@ -150,22 +156,30 @@ def new_veth(
         + attr_str(IFLA_IFNAME, name)
         + attr_u32(IFLA_NET_NS_FD, ns_fd)
         + mtu_attr
+        + (attr(IFLA_ADDRESS, mac_bytes(mac)) if mac else b"")
         + attr(IFLA_LINKINFO, linkinfo)
     )
     return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, what or f"veth {name}/{peer_name}")
 
 
 def new_bridge(
-    name: str, *, index: int = 0, stp: bool = False, forward_delay_s: float = 2.0, what: str = ""
+    name: str,
+    *,
+    index: int = 0,
+    stp: bool = False,
+    mac: str | None = None,
+    forward_delay_s: float = 2.0,
+    what: str = "",
 ) -> Request:
     """A Linux bridge; with STP the forward delay is kept at the kernel's 2 s minimum."""
     data = attr_u32(IFLA_BR_STP_STATE, 1 if stp else 0)
     data += attr_u32(IFLA_BR_FORWARD_DELAY, int(forward_delay_s * 100))
     data += attr_u32(IFLA_BR_HELLO_TIME, 100)
     linkinfo = attr_str(IFLA_INFO_KIND, "bridge") + attr(IFLA_INFO_DATA, data)
-    body = (
-        ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name) + attr(IFLA_LINKINFO, linkinfo)
-    )
+    body = ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name)
+    if mac:
+        body += attr(IFLA_ADDRESS, mac_bytes(mac))
+    body += attr(IFLA_LINKINFO, linkinfo)
     return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, what or f"bridge {name}")
 
 
@@ -197,6 +211,18 @@ def new_addr(
     return Request(
         RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, what or f"address {addr}/{prefixlen}"
     )
+
+
+def new_neighbor(index: int, addr: str, mac: str, *, what: str = "") -> Request:
+    """A permanent ARP/ND entry: never resolved, never aged, exempt from the table limit."""
+    family = family_of(addr)
+    body = struct.pack("=BxxxiHBB", family, index, NUD_PERMANENT, 0, 0)
+    body += attr(NDA_DST, addr_bytes(addr)) + attr(NDA_LLADDR, mac_bytes(mac))
+    return Request(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_EXCL, body, what or f"neighbour {addr}")
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes.fromhex(mac.replace(":", ""))
 
 
 def new_route(

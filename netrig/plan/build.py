@@ -9,6 +9,7 @@ every node reaches half the lab through each neighbour in a handful of prefixes.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
@@ -24,6 +25,7 @@ BASE_SYSCTLS = {
     "net.ipv4.conf.default.rp_filter": "0",
 }
 MAX_NS_NAME = 64
+STATIC_NEIGHBOR_MAX = 64
 
 
 @dataclass
@@ -124,8 +126,11 @@ def build_plan(graph: LabGraph) -> LabPlan:
     if problems:
         raise SpecError(problems)
 
+    _assign_macs(lab, nodes)
+    _static_neighbors(nodes, networks)
     sysctls = dict(BASE_SYSCTLS)
     sysctls.update(proto.sysctls())
+    sysctls.update(spec.sysctls)
     plan = LabPlan(
         name=lab,
         protocol=proto.name,
@@ -141,6 +146,54 @@ def build_plan(graph: LabGraph) -> LabPlan:
     for name, routes in proto.routes(plan).items():
         plan.nodes[name].routes = routes
     return plan
+
+
+def _assign_macs(lab: str, nodes: dict[str, NodePlan]) -> None:
+    """Locally administered MACs from (lab, node, ifindex): stable across runs."""
+    tag = zlib.crc32(lab.encode()) & 0xFF
+    for node in nodes.values():
+        hi, lo = node.index >> 8 & 0xFF, node.index & 0xFF
+        for iface in node.ifaces:
+            iface.mac = (
+                f"02:{tag:02x}:{hi:02x}:{lo:02x}:{iface.index >> 8:02x}:{iface.index & 0xFF:02x}"
+            )
+        if node.bridge:
+            idx = node.bridge.index
+            node.bridge.mac = f"02:{tag:02x}:{hi:02x}:{lo:02x}:{idx >> 8:02x}:{idx & 0xFF:02x}"
+
+
+def _static_neighbors(nodes: dict[str, NodePlan], networks: list[NetworkPlan]) -> None:
+    """Each port learns the addresses and MACs of the ports on its wire or switched segment
+    (not of every port of a shared-subnet mesh); segments with more than
+    STATIC_NEIGHBOR_MAX members are left to ARP/ND."""
+
+    def port(node: str, name: str) -> tuple[int, str, list[str]]:
+        plan = nodes[node]
+        if plan.bridge and name == plan.bridge.name:
+            return plan.bridge.index, plan.bridge.mac, plan.bridge.addrs
+        iface = plan.iface(name)
+        return iface.index, iface.mac, iface.addrs
+
+    for net in networks:
+        members = set(net.members)
+        for node, name in net.members:
+            plan = nodes[node]
+            index = port(node, name)[0]
+            bridged = plan.bridge is not None and name == plan.bridge.name
+            if not bridged and nodes[plan.iface(name).peer].kind == "host":
+                iface = plan.iface(name)
+                peers = (
+                    [(iface.peer, iface.peer_iface)]
+                    if (iface.peer, iface.peer_iface) in members
+                    else []
+                )
+            elif len(members) <= STATIC_NEIGHBOR_MAX:
+                peers = [m for m in net.members if m != (node, name)]
+            else:
+                peers = []
+            for other, other_name in peers:
+                _idx, mac, addrs = port(other, other_name)
+                plan.neighbors += [(index, a.split("/")[0], mac) for a in addrs]
 
 
 def _stp_option(proto: object, auto: bool) -> bool:

@@ -27,6 +27,7 @@ class IfacePlan:
     peer_iface: str
     addrs: list[str] = field(default_factory=list)  # "198.18.128.0/31", v4 then v6
     master: str | None = None  # bridge this port belongs to
+    mac: str = ""  # fixed, so neighbours can be written down instead of resolved
 
 
 @dataclass
@@ -35,6 +36,7 @@ class BridgePlan:
     index: int
     stp: bool
     addrs: list[str] = field(default_factory=list)
+    mac: str = ""
 
 
 @dataclass
@@ -53,6 +55,9 @@ class NodePlan:
     loopbacks: list[str] = field(default_factory=list)  # "198.18.0.1/32", "2001:2::1/128"
     bridge: BridgePlan | None = None
     routes: list[RoutePlan] = field(default_factory=list)
+    # permanent ARP/ND entries (ifindex, address, mac): the kernel's neighbour tables are
+    # shared by all namespaces and overflow at 1024 dynamic entries (gc_thresh3)
+    neighbors: list[tuple[int, str, str]] = field(default_factory=list)
 
     def iface(self, name: str) -> IfacePlan:
         for iface in self.ifaces:
@@ -149,6 +154,7 @@ class LabPlan:
             n["routes"] = [
                 RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]]) for r in n["routes"]
             ]
+            n["neighbors"] = [tuple(x) for x in n["neighbors"]]
             nodes[name] = NodePlan(**n)
         data["nodes"] = nodes
         data["links"] = [LinkPlan(**link) for link in data["links"]]

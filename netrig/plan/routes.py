@@ -12,12 +12,11 @@ win by longest-prefix match anyway). Unused address space is never routed.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from ipaddress import ip_address, ip_network
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
 
@@ -37,8 +36,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cols.append(n_h + k)
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
-    graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
-    dist = shortest_path(graph, method="D", directed=False, indices=np.arange(n_h))
+    dist = _distances(n_h, n_v, rows, cols, weights)
 
     dest_prefixes = _destination_prefixes(plan, hosts, nets)
     routes: dict[str, list[RoutePlan]] = {}
@@ -61,6 +59,43 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         groups = _group_destinations(hit, n_v, s, connected, multipath)
         routes[name] = _aggregate(plan, node.name, groups, gateways, dest_prefixes, connected, s)
     return routes
+
+
+SCIPY_FROM_VERTICES = 400
+
+
+def _distances(
+    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int]
+) -> np.ndarray:
+    """Distances from every host to every vertex. Small labs: Dijkstra in Python (importing
+    scipy costs more than it saves); large ones: scipy's C implementation."""
+    if n_v >= SCIPY_FROM_VERTICES:
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import shortest_path
+
+        graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
+        return shortest_path(graph, method="D", directed=False, indices=np.arange(n_h))
+    adj: list[list[tuple[int, int]]] = [[] for _ in range(n_v)]
+    for r, c, w in zip(rows, cols, weights, strict=True):
+        adj[r].append((c, w))
+        adj[c].append((r, w))
+    dist = np.full((n_h, n_v), np.inf)
+    for s in range(n_h):
+        row = dist[s]
+        best = {s: 0}
+        heap = [(0, s)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            if d > best[u]:
+                continue
+            for v, w in adj[u]:
+                nd = d + w
+                if nd < best.get(v, nd + 1):
+                    best[v] = nd
+                    heapq.heappush(heap, (nd, v))
+        for v, d in best.items():
+            row[v] = d
+    return dist
 
 
 def _group_destinations(

@@ -226,6 +226,19 @@ class Check(Strict):
     timeout: Seconds = 10.0
 
 
+def _net_sysctls(value: dict[str, Any]) -> dict[str, str]:
+    """Only net.* keys: they are per network namespace; anything else would change the host."""
+    out = {}
+    for key, val in value.items():
+        if not re.fullmatch(r"net(\.[A-Za-z0-9_*-]+)+", str(key)):
+            raise ValueError(
+                f"sysctl {key!r}: only net.* keys are allowed (they apply per namespace; "
+                "others would change the host)"
+            )
+        out[str(key)] = str(int(val) if isinstance(val, bool) else val)
+    return out
+
+
 class LabSpec(Strict):
     """A lab file: what network to build."""
 
@@ -237,6 +250,10 @@ class LabSpec(Strict):
     routing: Routing = Routing()
     addressing: Addressing = Addressing()
     check: Check = Check()
+    sysctls: Annotated[dict[str, str | int | float | bool], AfterValidator(_net_sysctls)] = Field(
+        default_factory=dict,
+        description="extra per-namespace sysctls for every node, e.g. net.ipv4.ip_default_ttl: 255",
+    )
 
     @model_validator(mode="after")
     def _something_to_build(self) -> LabSpec:

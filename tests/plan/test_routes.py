@@ -121,3 +121,13 @@ def test_aggregation_keeps_tables_small() -> None:
 def test_none_and_bridge_install_no_routes() -> None:
     assert plan_of("ring", "none", nodes=5).route_count() == 0
     assert plan_of("ring", "bridge", nodes=5).route_count() == 0
+
+
+def test_python_and_scipy_shortest_paths_agree(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Small labs use a Python Dijkstra, large ones scipy: both must give the same routes."""
+    from netrig.plan import routes
+
+    small = plan_of("grid", "ecmp", rows=4, cols=5)
+    monkeypatch.setattr(routes, "SCIPY_FROM_VERTICES", 0)
+    big_way = plan_of("grid", "ecmp", rows=4, cols=5)
+    assert [n.routes for n in small.nodes.values()] == [n.routes for n in big_way.nodes.values()]

@@ -1,0 +1,86 @@
+"""The plan of runs: every sweep point × repetition, in the order they will run.
+
+Pure functions over indexes, no lab and no clock, so ordering and resuming are unit-tested.
+
+- sequential:  A A A B B B C C C — fewest lab rebuilds when the points differ in network;
+- interleaved: A B C A B C A B C — slow drift of a noisy machine spreads over every point.
+
+Warm-up runs (`warmup: W`) come first for each point (sequential) or as the first W rounds
+(interleaved); they are run and discarded. Repetitions are numbered from 1 per point.
+
+    >>> [(r.point, r.repetition) for r in plan_runs(2, 2, "interleaved")]
+    [(0, 1), (1, 1), (0, 2), (1, 2)]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Order = Literal["sequential", "interleaved"]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    point: int  # index of the sweep point
+    repetition: int  # 1-based, per point; warm-ups are counted separately
+    warmup: bool = False
+
+
+def sweep_points(
+    vary: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The sweep points of a `vary:`.
+
+    A mapping gives every combination of its values, the first parameter changing slowest;
+    a list of mappings gives exactly those points, in that order.
+
+    >>> sweep_points({"hops": [1, 5], "proto": ["tcp", "udp"]})[1]
+    {'hops': 1, 'proto': 'udp'}
+    >>> sweep_points([{"shape": "ring", "hops": 1}, {"shape": "chain", "hops": 2}])[1]
+    {'shape': 'chain', 'hops': 2}
+    """
+    if not isinstance(vary, Mapping):
+        return [dict(case) for case in vary]
+    names = list(vary)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*vary.values())]
+
+
+def plan_runs(
+    points: int, repeat: int, order: Order = "sequential", warmup: int = 0
+) -> list[PlannedRun]:
+    """Every run of an experiment, warm-ups included, in execution order."""
+    if points < 1 or repeat < 1 or warmup < 0:
+        raise ValueError(
+            f"need points ≥ 1, repeat ≥ 1, warmup ≥ 0 (got {points}, {repeat}, {warmup})"
+        )
+    if order == "sequential":
+        return [
+            run
+            for p in range(points)
+            for run in (
+                *(PlannedRun(p, w, True) for w in range(1, warmup + 1)),
+                *(PlannedRun(p, r) for r in range(1, repeat + 1)),
+            )
+        ]
+    if order == "interleaved":
+        warm = [PlannedRun(p, w, True) for w in range(1, warmup + 1) for p in range(points)]
+        return warm + [PlannedRun(p, r) for r in range(1, repeat + 1) for p in range(points)]
+    raise ValueError(f"unknown order {order!r}")
+
+
+def remaining(runs: list[PlannedRun], done: Collection[tuple[int, int]]) -> list[PlannedRun]:
+    """The runs still to do when (point, repetition) pairs in `done` are stored already.
+
+    A point's warm-ups are kept only if some measured run of that point is left.
+    """
+    left = [r for r in runs if r.warmup or (r.point, r.repetition) not in done]
+    busy = {r.point for r in left if not r.warmup}
+    return [r for r in left if not r.warmup or r.point in busy]
+
+
+def measured(runs: list[PlannedRun]) -> int:
+    """How many of the runs are stored (warm-ups are not)."""
+    return sum(1 for r in runs if not r.warmup)
