@@ -14,11 +14,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from netrig import routing
 from netrig.lab import check, netns, run, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
-from netrig.lab.ledger import Ledger, process_starttime, save_json
+from netrig.lab.ledger import Ledger, process_alive, process_starttime, save_json
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
+from netrig.routing import RoutingProtocol
 from netrig.spec import load as spec_load
 from netrig.spec.models import LabSpec
 
@@ -30,6 +32,7 @@ class Lab:
         self.timings: BuildTimings | None = None
         self.check_result: check.CheckResult | None = None
         self._owner = False  # True when this object built the lab (and so removes it on exit)
+        self._protocol: RoutingProtocol | None = None
 
     # ------------------------------------------------------------ construction
 
@@ -79,12 +82,42 @@ class Lab:
         try:
             self.timings = build(self.plan, self.ledger, say)
             save_json(self.ledger.plan_path(self.name), _json_obj(self.plan))
+            self._start_routing(say)
             self._wait_usable(check_reachability, say)
         except BaseException:
             self.down()
             raise
         self.ledger.set_lab_state(self.name, "up")
         return self.timings
+
+    @property
+    def protocol(self) -> RoutingProtocol:
+        """The routing plugin of this lab, configured as the file said."""
+        if self._protocol is None:
+            self._protocol = routing.make(self.plan.protocol, self.plan.routing_options)
+        return self._protocol
+
+    def _start_routing(self, say: Progress) -> None:
+        """Start the protocol's daemons (if any) and wait until it says it has converged."""
+        proto = self.protocol
+        if type(proto).start is RoutingProtocol.start:
+            return
+        say(f"starting {proto.name}")
+        start = time.perf_counter()
+        proto.start(self)
+        timeout = max(self.plan.check_timeout, proto.convergence_timeout)
+        deadline = time.monotonic() + timeout
+        while not proto.converged(self):
+            crashed = self.daemon_failures()
+            if crashed:
+                label, tail = crashed[0]
+                raise LabError(f"{label} exited during start-up; last log lines:\n{tail}")
+            if time.monotonic() > deadline:
+                raise LabError(f"{proto.name} did not converge within {timeout:g} s")
+            time.sleep(proto.poll_interval)
+        if self.timings:
+            self.timings.extra["converged"] = time.perf_counter() - start
+        say(f"{proto.name} converged in {time.perf_counter() - start:.2f} s")
 
     def _wait_usable(self, check_reachability: bool, say: Progress) -> None:
         start = time.perf_counter()
@@ -107,6 +140,12 @@ class Lab:
             self.timings.extra["usable"] = time.perf_counter() - start
 
     def down(self) -> teardown.TeardownReport:
+        """Stop the protocol's daemons gently, then remove everything the ledger names."""
+        try:
+            if self.ledger.objects(self.name, "process"):
+                self.protocol.stop(self)
+        except Exception:  # a failing stop must never keep the lab from going away
+            pass
         return teardown.teardown(self.ledger, self.name)
 
     def __enter__(self) -> Lab:
@@ -129,12 +168,43 @@ class Lab:
     def ns(self, node: str) -> str:
         return self.plan.node(node).ns
 
+    def node_dir(self, node: str) -> str:
+        """Per-node files of a running lab (daemon configs and logs): gone with the lab."""
+        self.plan.node(node)
+        path = os.path.join(self.ledger.lab_dir(self.name), "nodes", node)
+        os.makedirs(path, exist_ok=True)
+        return path
+
     def private_run_dir(self, node: str) -> str | None:
         if not self.plan.private_run:
             return None
-        path = os.path.join(self.ledger.lab_dir(self.name), "nodes", node, "run")
+        path = os.path.join(self.node_dir(node), "run")
         os.makedirs(path, exist_ok=True)
         return path
+
+    def start_daemon(self, node: str, argv: Sequence[str], name: str) -> subprocess.Popen[Any]:
+        """A supervised daemon: output to <node dir>/<name>.log, recorded as node/name."""
+        log_path = os.path.join(self.node_dir(node), f"{name}.log")
+        with open(log_path, "ab") as log:
+            return self.popen(
+                node,
+                argv,
+                label=f"{self.name}/{node}/{name}",
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def daemon_failures(self, lines: int = 20) -> list[tuple[str, str]]:
+        """(label, log tail) of every recorded process of this lab that is no longer running."""
+        failed = []
+        for obj in self.ledger.objects(self.name, "process"):
+            if obj.pid and not process_alive(obj.pid, obj.starttime):
+                label = obj.name.removeprefix(f"{self.name}/")
+                log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
+                failed.append((label, _tail(log, lines)))
+        return failed
 
     def exec(
         self, node: str, argv: Sequence[str], **kwargs: Any
@@ -155,6 +225,14 @@ class Lab:
 
     def exists(self) -> bool:
         return all(netns.exists(n.ns) for n in self.plan.nodes.values())
+
+
+def _tail(path: str, lines: int) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def _json_obj(plan: LabPlan) -> Any:

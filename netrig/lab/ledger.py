@@ -185,6 +185,17 @@ def process_starttime(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2 :].split()[19])
 
 
+def process_alive(pid: int, starttime: int | None) -> bool:
+    """The process that was recorded is still running (not reused, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return fields[0] != "Z" and int(fields[19]) == starttime
+
+
 def save_json(path: str, data: object) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"

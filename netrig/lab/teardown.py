@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from netrig.lab import netns
-from netrig.lab.ledger import Ledger, ObjectRecord, process_starttime
+from netrig.lab.ledger import Ledger, ObjectRecord, process_alive, process_starttime
 
 
 @dataclass
@@ -92,7 +92,7 @@ def end_processes(victims: dict[int, int | None], wait: float) -> int:
     deadline = time.monotonic() + wait
     while alive and time.monotonic() < deadline:
         _reap(alive)
-        alive = {p: st for p, st in alive.items() if process_starttime(p) == st and not _zombie(p)}
+        alive = {p: st for p, st in alive.items() if process_alive(p, st)}
         if alive:
             time.sleep(0.02)
     for pid, st in alive.items():
@@ -112,11 +112,3 @@ def _reap(pids: dict[int, int | None]) -> None:
     for pid in pids:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True

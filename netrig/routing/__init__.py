@@ -34,6 +34,8 @@ class RoutingProtocol:
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
     tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
+    convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
+    poll_interval: ClassVar[float] = 0.2
 
     def __init__(self, options: BaseModel) -> None:
         self.options = options

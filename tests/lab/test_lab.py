@@ -120,3 +120,40 @@ def test_popen_is_recorded_and_ended_by_down(make_lab) -> None:  # type: ignore[
     assert report.processes >= 1
     assert proc.wait(timeout=5) is not None
     assert subprocess.run(["kill", "-0", str(proc.pid)], capture_output=True).returncode != 0
+
+
+def test_daemon_logs_and_crash_detection(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "pair"}})
+    steady = lab.start_daemon("n1", ["sleep", "300"], "sleeper")
+    crashing = lab.start_daemon("n2", ["sh", "-c", "echo config error on line 3; exit 3"], "bad")
+    crashing.wait(timeout=5)
+    failures = lab.daemon_failures()
+    assert [label for label, _ in failures] == ["n2/bad"]
+    assert "config error on line 3" in failures[0][1]
+    assert steady.poll() is None
+    lab.down()
+    assert steady.wait(timeout=5) is not None
+
+
+def test_lab_routes_never_leave_the_lab(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """No default route, and every gateway is an address of another lab node."""
+    lab = make_lab({"topology": {"kind": "grid", "rows": 2, "cols": 3}, "routing": {"protocol": "ecmp"}})
+    lab_addrs = {a for n in lab.plan.nodes.values() for a in n.addresses(4) + n.addresses(6)}
+    for node in lab.nodes():
+        for family in ("-4", "-6"):
+            out = lab.exec(node, ["ip", "-j", family, "route", "show"], capture_output=True)
+            for route in json.loads(out.stdout):
+                assert route["dst"] != "default"
+                hops = route.get("nexthops", [route])
+                for hop in hops:
+                    if "gateway" in hop:
+                        assert hop["gateway"] in lab_addrs
+
+
+def test_shell_runs_in_the_node(make_lab) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import netrig_cli
+
+    lab = make_lab({"topology": {"kind": "pair"}})
+    out = netrig_cli("shell", lab.name, "n2", input="ip -br addr show dev lo; echo $NETRIG_NODE\n")
+    assert out.returncode == 0
+    assert "198.18.0.2/32" in out.stdout and "n2" in out.stdout
