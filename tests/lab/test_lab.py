@@ -157,3 +157,15 @@ def test_shell_runs_in_the_node(make_lab) -> None:  # type: ignore[no-untyped-de
     out = netrig_cli("shell", lab.name, "n2", input="ip -br addr show dev lo; echo $NETRIG_NODE\n")
     assert out.returncode == 0
     assert "198.18.0.2/32" in out.stdout and "n2" in out.stdout
+
+
+def test_aliases_are_on_both_ends_and_answer(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001's set-up: extra addresses on one link, each one reachable."""
+    lab = make_lab({"topology": {"kind": "pair"}, "links": [{"a": "n1", "b": "n2", "aliases": 3}]})
+    assert len(lab.plan.links) == 1  # the explicit link set the generated one's attributes
+    out = lab.exec("n2", ["ip", "-j", "-4", "addr", "show", "dev", "eth0"], capture_output=True)
+    v4 = [a["local"] for a in json.loads(out.stdout)[0]["addr_info"]]
+    assert len(v4) == 4
+    for addr in v4:
+        ping = lab.exec("n1", ["ping", "-c1", "-W1", addr], capture_output=True)
+        assert ping.returncode == 0, addr
