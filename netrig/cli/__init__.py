@@ -27,5 +27,18 @@ def _register() -> None:
 
 
 def main() -> None:
+    """Import only the module named after the command when there is one (`netrig stat` →
+    cmd_stat), so a command does not pay for every other command's imports."""
+    import importlib
+    import importlib.util
+    import sys
+
+    name = sys.argv[1] if len(sys.argv) > 1 else ""
+    module = f"{__name__}.cmd_{name}"
+    if name.isidentifier() and importlib.util.find_spec(module) is not None:
+        importlib.import_module(module)
+        if name in cli.commands:
+            cli()
+            return
     _register()
     cli()

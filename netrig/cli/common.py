@@ -10,11 +10,6 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from netrig.lab.build import LabError
-from netrig.plan.model import UnknownName
-from netrig.spec.load import SpecError
-from netrig.spec.yamlmarks import YamlSyntaxError
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console(highlight=False)
@@ -33,6 +28,12 @@ def reports_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # imported here, not at the top: `netrig stat` and `--help` should not pay for them
+        from netrig.lab.build import LabError
+        from netrig.plan.model import UnknownName
+        from netrig.spec.load import SpecError
+        from netrig.spec.yamlmarks import YamlSyntaxError
+
         try:
             return fn(*args, **kwargs)
         except SpecError as exc:
