@@ -1,1 +1,271 @@
-"""Measurements: running the tools and parsing their output into samples."""
+"""Measurement plugins: one module per tool, found through one registry.
+
+A plugin knows the options a user may write (a pydantic model that refuses unknown keys),
+the programs it needs and the Debian packages that hold them (checked before any lab is
+built), how to check its options against a lab plan (nodes that exist, a link with aliases),
+and how to measure in a running lab: start its servers with `lab.popen`, wait until they
+listen, run the client with a timeout, end its servers by PID, and return samples — or
+raise `MeasurementFailed` with the reason and the tool's stderr, never a zero.
+
+    plugin = get("iperf3")
+    options = plugin.Options.model_validate({"client": "n1", "server": "n2", "duration": 1})
+    samples = plugin.run(lab, options, plugin.timeout(options))
+
+Adding a tool means adding one module here whose class is decorated with @register.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import pkgutil
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from ipaddress import ip_interface
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.spec.models import Seconds
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import LabPlan
+
+Path = tuple[str | int, ...]
+STDERR_KEEP = 8000  # characters of a tool's stderr kept with a failed run
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text result (a command's stdout), stored beside the run's samples."""
+
+    name: str
+    text: str
+
+
+Result = list[Sample | Text]
+
+
+class MeasureOptions(BaseModel):
+    """Options every measurement accepts; each plugin adds its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="label of this measurement in the results (default: the plugin's name)",
+    )
+    timeout: Seconds | None = Field(None, description="give up after this long (default: derived)")
+
+
+class Measurement:
+    """Base class of a measurement plugin; stateless, options are passed to every call."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    Options: ClassVar[type[MeasureOptions]] = MeasureOptions
+    summary_metrics: ClassVar[tuple[str, ...]] = ()  # shown in the end-of-run table
+
+    def tools(self, options: Any) -> dict[str, str]:
+        """Programs the measurement runs → the Debian package that provides each."""
+        return {}
+
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+        """Problems of the options against a lab plan: (path inside the options, message)."""
+        return []
+
+    def timeout(self, options: Any) -> float:
+        """How long one measurement may take before it counts as failed."""
+        return float(options.timeout or 60.0)
+
+    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+        raise NotImplementedError
+
+
+MEASUREMENTS: dict[str, type[Measurement]] = {}
+_imported: list[bool] = []  # set once every plugin module was imported
+
+
+def register(cls: type[Measurement]) -> type[Measurement]:
+    MEASUREMENTS[cls.name] = cls
+    return cls
+
+
+def load_plugins() -> dict[str, type[Measurement]]:
+    """Import every plugin module of this package once, so each registers itself.
+
+    A flag, not an empty registry, says whether that happened: importing one plugin module
+    directly must not hide the others.
+    """
+    if not _imported:
+        for info in pkgutil.iter_modules(__path__):
+            if not info.name.startswith("parse_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _imported.append(True)
+    return MEASUREMENTS
+
+
+def get(name: str) -> Measurement:
+    """A plugin by name; KeyError (with a suggestion) for an unknown one."""
+    plugins = load_plugins()
+    if name not in plugins:
+        close = difflib.get_close_matches(name, list(plugins), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise KeyError(f"unknown measurement {name!r}{hint}; known: {', '.join(sorted(plugins))}")
+    return plugins[name]()
+
+
+def missing_tools(tools: dict[str, str]) -> dict[str, str]:
+    """The programs of `tools` (program → package) that are not on PATH."""
+    return {cmd: pkg for cmd, pkg in tools.items() if shutil.which(cmd) is None}
+
+
+# ------------------------------------------------------------------ helpers for plugins
+
+
+def node_problems(plan: LabPlan, refs: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    """(path, node name) references that name no host of the plan, as problems."""
+    hosts = [n.name for n in plan.hosts()]
+    problems = []
+    for path, name in refs:
+        if name in hosts:
+            continue
+        if name in plan.nodes:
+            problems.append((path, f"node {name!r} is a switch; measure between hosts"))
+            continue
+        close = difflib.get_close_matches(name, hosts, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        shown = ", ".join(hosts) if len(hosts) <= 6 else f"{hosts[0]} … {hosts[-1]}"
+        problems.append((path, f"unknown node {name!r}{hint}; the lab has {shown}"))
+    return problems
+
+
+AddressChoice = Literal["auto", "loopback", "link"]
+
+
+def link_address(plan: LabPlan, src: str, dst: str, family: int) -> str | None:
+    """dst's address on a link it shares with src (None if they share none)."""
+    for iface in plan.node(dst).ifaces:
+        if iface.peer == src and not iface.master:
+            for cidr in iface.addrs:
+                if family_of(cidr) == family:
+                    return cidr.split("/")[0]
+    return None
+
+
+def target_address(plan: LabPlan, src: str, dst: str, family: int, choice: str = "auto") -> str:
+    """The address src should use to reach dst.
+
+    loopback: dst's own address (its loopback, else its first one); link: dst's address on
+    their shared link; auto: loopback, except in a lab without routing (`protocol: none`),
+    where only directly linked addresses are reachable.
+    """
+    if choice == "link" or (choice == "auto" and plan.protocol == "none"):
+        addr = link_address(plan, src, dst, family)
+        if addr is not None or choice == "link":
+            if addr is None:
+                raise KeyError(f"{src} and {dst} share no link with an IPv{family} address")
+            return addr
+    return plan.addr(dst, family)
+
+
+def family_of(cidr: str) -> int:
+    return ip_interface(cidr).version
+
+
+def tail(text: str | bytes | None, limit: int = STDERR_KEEP) -> str:
+    """The end of a tool's output, where the error usually is."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def not_installed(tool: str, package: str) -> MeasurementFailed:
+    return MeasurementFailed(f"{tool} is not installed; install it with: apt-get install {package}")
+
+
+def spool() -> IO[str]:
+    """A file for a background process's output: unlike a pipe it never fills up and blocks."""
+    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+
+
+def read_spool(fh: IO[str]) -> str:
+    fh.flush()
+    fh.seek(0)
+    return fh.read()
+
+
+def end_process(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
+    """End a process we started, by its PID: SIGTERM, a grace period, then SIGKILL."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_all(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> bool:
+    """Wait for every process until the monotonic deadline; False if some still run."""
+    for proc in procs:
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(max(left, 0.0))
+        except subprocess.TimeoutExpired:
+            return False
+    return True
+
+
+def socket_inodes(pid: int) -> set[str]:
+    """Inodes of the sockets process `pid` holds open."""
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    return inodes
+
+
+def listening_ports(pid: int, proto: str = "tcp") -> set[int]:
+    """Ports that process `pid` itself listens on (another process's listener does not count)."""
+    mine = socket_inodes(pid)
+    ports: set[int] = set()
+    for name in (proto, proto + "6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as fh:
+                lines = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in mine:  # TCP_LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def in_namespace(pid: int, lab: Lab, node: str) -> bool:
+    """True once the process has entered the node's namespace (it starts in ours)."""
+    from netrig.lab import netns
+
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == netns.ns_inode(lab.ns(node))
+    except OSError:
+        return False

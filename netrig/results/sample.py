@@ -47,10 +47,12 @@ class MeasurementFailed(Exception):
     """A tool ran but measured nothing usable (error, no reply, unreadable output).
 
     `reason` is one line for the results table; `samples` keeps whatever the tool did
-    report (e.g. ping's 100 % loss counters), so the caller may store it with the failed run.
+    report (e.g. ping's 100 % loss counters), so the caller may store it with the failed run;
+    `stderr` is the tool's error output, stored with the run to explain the failure.
     """
 
-    def __init__(self, reason: str, samples: Sequence[Sample] = ()) -> None:
+    def __init__(self, reason: str, samples: Sequence[Sample] = (), stderr: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.samples: tuple[Sample, ...] = tuple(samples)
+        self.stderr = stderr

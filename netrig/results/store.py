@@ -76,6 +76,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # v2: a label per sample (parallel iperf3 streams, fping targets).
     ("ALTER TABLE samples ADD COLUMN stream TEXT",),
+    # v3: text results beside the samples (a command's stdout).
+    (
+        """CREATE TABLE outputs (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            measurement TEXT NOT NULL,
+            name TEXT NOT NULL,                -- e.g. 'stdout'
+            text TEXT NOT NULL
+        )""",
+        "CREATE INDEX outputs_by_run ON outputs(run_id)",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -240,10 +250,13 @@ class ResultStore:
         *,
         started: datetime | None = None,
         ended: datetime | None = None,
+        outputs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> int:
         """Store one run and its samples (measurement name → samples) in one transaction.
 
-        Either all of it is in the database afterwards or, on any exception, none of it.
+        `outputs` holds text results (measurement name → {output name: text}), such as a
+        command's stdout. Either all of it is in the database afterwards or, on any
+        exception, none of it.
         """
         if status not in RUN_STATUSES:
             raise StoreError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
@@ -280,6 +293,12 @@ class ResultStore:
                 "INSERT INTO samples (run_id, measurement, metric, value, unit, t, stream)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 sample_rows(run_id),
+            )
+            db.executemany(
+                "INSERT INTO outputs (run_id, measurement, name, text) VALUES (?, ?, ?, ?)",
+                [(run_id, measurement, name, str(text))
+                 for measurement, texts in (outputs or {}).items()
+                 for name, text in texts.items()],
             )
         return run_id
 
@@ -374,6 +393,14 @@ class ResultStore:
              Sample(row["metric"], row["value"], row["unit"], row["t"], row["stream"]))
             for row in rows
         ]
+
+    def outputs(self, run_id: int) -> list[tuple[str, str, str]]:
+        """(measurement, output name, text) of one run, in the order they were recorded."""
+        rows = self._db.execute(
+            "SELECT measurement, name, text FROM outputs WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        ).fetchall()
+        return [(row["measurement"], row["name"], row["text"]) for row in rows]
 
     def completed_points(
         self, experiment_id: int, statuses: Iterable[str] = ("ok", "failed")

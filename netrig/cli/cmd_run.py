@@ -1,0 +1,203 @@
+"""netrig run FILE: run an experiment, store every run, print the summary table."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from netrig.cli import cli
+from netrig.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    console,
+    err_console,
+    fail,
+    reports_errors,
+)
+from netrig.experiment import summary
+from netrig.plan.runs import PlannedRun, measured, plan_runs
+from netrig.results.store import ResultStore, StoreError
+from netrig.spec.experiment import Experiment
+
+EXIT_INTERRUPTED = 130
+WIDE = 140  # columns of the summary table when stdout is a file or a pipe
+
+
+@cli.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--db",
+    default="netrig.db",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Results database (SQLite), created if missing.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Runs per sweep point, instead of the file's `repeat:`.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set a parameter of `params:`, or the values of a `vary:` parameter "
+    "(--set hops=[1,8]). Repeatable.",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the newest unfinished experiment of this same file (and the "
+    "same --set/--repeat) in --db, running only the runs not stored yet.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate every sweep point and print the plan of runs; create nothing.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only the summary table.")
+@reports_errors
+def run(
+    file: str,
+    db: str,
+    repeat: int | None,
+    sets: tuple[str, ...],
+    resume: bool,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
+    """Run the experiment in FILE and store its results in --db.
+
+    FILE is a lab file plus `measure:` (what to measure), and optionally `vary:`
+    (parameters to sweep), `params:` (constants), `repeat:`, `order:`
+    (sequential | interleaved), `warmup:` and `cooldown:`. Every combination of
+    the `vary:` values × `repeat` is one run. The whole file is validated, for
+    every sweep point, before anything is created.
+
+    Ctrl-C stops the current run cleanly: the lab is removed, finished runs are
+    kept, the interrupted run is stored as interrupted; `--resume` continues.
+
+    Exit codes: 0 every run succeeded, 1 some run failed (or the lab could not be
+    built), 2 bad input, 130 interrupted.
+    """
+    from netrig.experiment.progress import RichReporter
+    from netrig.experiment.runner import run_experiment
+    from netrig.spec.experiment import load_experiment
+
+    overrides = {}
+    for item in sets:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            fail(f"--set {item!r}: write NAME=VALUE", EXIT_BAD_INPUT)
+        overrides[name.strip()] = value
+    exp = load_experiment(file, overrides, repeat)
+    runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
+    if dry_run:
+        _print_plan(exp, runs)
+        return
+    reporter = RichReporter(err_console, quiet)
+    try:
+        with ResultStore(db) as store:
+            outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
+            print_summary(
+                store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
+            )
+    except StoreError as exc:
+        fail(f"{db}: {exc}", EXIT_FAILURE)
+    total = measured(runs)
+    stored = outcome.ok + outcome.failed + outcome.skipped
+    if outcome.signal:
+        err_console.print(
+            f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
+            f"removed; continue with: netrig run {file} --resume"
+            + (f" --db {db}" if db != "netrig.db" else ""),
+            soft_wrap=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    if outcome.failed:
+        err_console.print(
+            f"[red]{outcome.failed} of {outcome.ok + outcome.failed} runs failed[/] "
+            f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
+            soft_wrap=True,
+        )
+        sys.exit(EXIT_FAILURE)
+    if not quiet:
+        err_console.print(
+            f"[green]{stored} runs stored[/] in {db} (experiment "
+            f"{outcome.experiment_id}; {outcome.labs_built} lab builds)",
+            soft_wrap=True,
+        )
+
+
+def _print_plan(exp: Experiment, runs: list[PlannedRun]) -> None:
+    """What `netrig run` would do: the sweep points, their labs, the runs."""
+    table = Table(
+        title=f"{exp.name}: {len(exp.points)} sweep points × {exp.repeat} "
+        f"({exp.order}, warm-up {exp.warmup})",
+        title_justify="left",
+    )
+    for column in ("point", "nodes", "links", "routes", "measurements"):
+        table.add_column(column)
+    for point in exp.points:
+        table.add_row(
+            point.label,
+            str(len(point.plan.nodes)),
+            str(len(point.plan.links)),
+            str(point.plan.route_count()),
+            ", ".join(s.name for s in point.steps),
+        )
+    console.print(table)
+    builds, network = 0, None
+    for run in runs:
+        if exp.points[run.point].network != network:
+            builds, network = builds + 1, exp.points[run.point].network
+    console.print(
+        f"{len(runs)} runs ({measured(runs)} stored), {builds} lab builds; "
+        f"tools: {', '.join(sorted(exp.tools())) or 'none'}"
+    )
+
+
+def print_summary(
+    store: ResultStore, experiment_id: int, title: str, all_metrics: bool = False
+) -> None:
+    """The per-point table: N, median, min, max, stddev; failed runs counted, never as 0."""
+    rows = summary.summarize(store, experiment_id, all_metrics)
+    table = Table(title=title, title_justify="left")
+    table.add_column("point", min_width=5)
+    table.add_column("metric", no_wrap=True)
+    for column in ("N", "failed", "median", "min", "max", "stddev"):
+        table.add_column(column, justify="right", no_wrap=True)
+    previous = None
+    for row in rows:
+        if previous is not None and row.label != previous:
+            table.add_section()
+        label, previous = ("" if row.label == previous else row.label), row.label
+        factor, unit = summary.scale(row.unit, row.median)
+        failed = str(row.failed) if row.failed else ""
+        if row.interrupted:
+            failed += f" +{row.interrupted} interrupted"
+        metric = f"{row.measurement} {row.metric}" + (f" ({unit})" if unit else "")
+        table.add_row(
+            label,
+            metric.strip() or "(no data)",
+            str(row.n),
+            failed,
+            summary.fmt(row.median, factor),
+            summary.fmt(row.minimum, factor),
+            summary.fmt(row.maximum, factor),
+            summary.fmt(row.stddev, factor),
+            style="red" if row.n == 0 else None,
+        )
+    out = console if console.is_terminal else Console(highlight=False, width=WIDE)
+    out.print(table)
+    reasons: dict[str, int] = {}
+    for run in store.runs(experiment_id):
+        if run.status == "failed" and run.reason:
+            reasons[run.reason] = reasons.get(run.reason, 0) + 1
+    for reason, count in list(reasons.items())[:5]:
+        console.print(f"[red]failed[/] ×{count}: {reason}", soft_wrap=True, highlight=False)

@@ -1,0 +1,84 @@
+"""The progress bar of `netrig run`: runs done / total, the current sweep point, ETA.
+
+Drawn on stderr with rich, so stdout carries only the summary table; a failed run gets a
+line of its own above the bar, with its reason.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from netrig.plan.runs import PlannedRun
+from netrig.spec.experiment import Experiment
+
+
+class RichReporter:
+    """Progress on `console`; `quiet` shows nothing but failures."""
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
+        self.console = console
+        self.quiet = quiet
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+
+    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None:
+        if stored:
+            self.note(f"resuming {exp.name}: {stored} runs stored before, {len(runs)} to go")
+        if self.quiet or not runs:
+            return
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TextColumn("runs ·"),
+            TimeElapsedColumn(),
+            TextColumn("· ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task(exp.name, total=len(runs))
+
+    def run_started(self, exp: Experiment, run: PlannedRun) -> None:
+        if self.progress is None or self.task is None:
+            return
+        point = exp.points[run.point]
+        what = (
+            f"warm-up {run.repetition}/{exp.warmup}"
+            if run.warmup
+            else f"rep {run.repetition}/{exp.repeat}"
+        )
+        label = f" · {point.label}" if exp.vary else ""
+        self.progress.update(self.task, description=f"{exp.name}{label} · {what}")
+
+    def run_ended(self, exp: Experiment, run: PlannedRun, status: str, reason: str | None) -> None:
+        if status != "ok":
+            point = exp.points[run.point]
+            kind = "warm-up" if run.warmup else "run"
+            where = f"{point.label} " if exp.vary else ""
+            self.note(f"[red]✘[/] {kind} {where}rep {run.repetition} {status}: {reason}")
+        if self.progress is not None and self.task is not None:
+            self.progress.advance(self.task)
+
+    def note(self, message: str) -> None:
+        if self.quiet and not message.startswith("[red]"):
+            return
+        target = self.progress.console if self.progress is not None else self.console
+        target.print(message, soft_wrap=True, highlight=False)
+
+    def end(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None

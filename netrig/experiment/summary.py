@@ -1,0 +1,118 @@
+"""The end-of-experiment table: per sweep point and metric, N, median, min, max, stddev.
+
+Only runs that succeeded give values; failed and interrupted runs are counted in their own
+columns, so a failure can never pass for a zero. Works from the store alone, so
+`netrig results show` prints the same table as `netrig run`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from netrig import measure
+from netrig.results.store import ResultStore, point_key
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    point: dict[str, object]
+    measurement: str
+    metric: str
+    unit: str
+    n: int
+    failed: int
+    interrupted: int
+    median: float | None
+    minimum: float | None
+    maximum: float | None
+    stddev: float | None  # sample standard deviation; None below 2 values
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.point.items()) or "-"
+
+
+def headline_metrics(measurement: str) -> tuple[str, ...] | None:
+    """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …)."""
+    plugins = measure.load_plugins()
+    base = measurement if measurement in plugins else measurement.rsplit("-", 1)[0]
+    cls = plugins.get(base)
+    return cls.summary_metrics if cls and cls.summary_metrics else None
+
+
+def summarize(
+    store: ResultStore, experiment_id: int, all_metrics: bool = False
+) -> list[SummaryRow]:
+    """One row per (sweep point, measurement, metric), points in the order they first ran."""
+    runs = store.runs(experiment_id)
+    points: dict[str, dict[str, object]] = {}
+    status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    units: dict[tuple[str, str], str] = {}
+    for run in runs:
+        key = point_key(run.point)
+        points.setdefault(key, run.point)
+        status[key][run.status] += 1
+        if run.status != "ok":
+            continue
+        for name, sample in store.samples(run.id):
+            if sample.t is not None or sample.stream is not None:
+                continue
+            wanted = None if all_metrics else headline_metrics(name)
+            if wanted is not None and sample.metric not in wanted:
+                continue
+            values[(key, name, sample.metric)].append(sample.value)
+            units[(name, sample.metric)] = sample.unit
+    columns = list(units)  # (measurement, metric) in order of first appearance
+    rows = []
+    for key, point in points.items():
+        failed, interrupted = status[key]["failed"], status[key]["interrupted"]
+        shown = False
+        for name, metric in columns:
+            data = values.get((key, name, metric), [])
+            if not data and not (failed or interrupted):
+                continue
+            rows.append(_row(point, name, metric, units[(name, metric)], data, failed, interrupted))
+            shown = True
+        if not shown:
+            rows.append(_row(point, "", "", "", [], failed, interrupted))
+    return rows
+
+
+def _row(
+    point: dict[str, object],
+    name: str,
+    metric: str,
+    unit: str,
+    data: list[float],
+    failed: int,
+    interrupted: int,
+) -> SummaryRow:
+    return SummaryRow(
+        point,
+        name,
+        metric,
+        unit,
+        len(data),
+        failed,
+        interrupted,
+        statistics.median(data) if data else None,
+        min(data) if data else None,
+        max(data) if data else None,
+        statistics.stdev(data) if len(data) > 1 else None,
+    )
+
+
+def scale(unit: str, reference: float | None) -> tuple[float, str]:
+    """A divisor and display unit that keep numbers short: bit/s → Gbit/s, etc."""
+    if unit == "bit/s" and reference is not None:
+        for name, factor in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+            if abs(reference) >= factor:
+                return factor, name
+    return 1.0, unit
+
+
+def fmt(value: float | None, factor: float = 1.0) -> str:
+    return "-" if value is None else f"{value / factor:.4g}"

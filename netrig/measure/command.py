@@ -1,0 +1,129 @@
+"""command: run any command in a node; record its exit code, duration and stdout.
+
+    - command: {node: n1, cmd: "ip route | wc -l", metrics: true}
+    - command: {node: n3, cmd: [ss, -tin], name: sockets}
+
+A string runs through `sh -c`; a list runs as is. An exit code outside `ok_codes` (default
+[0]) fails the run, with the command's stderr. With `metrics: true`, stdout lines of the form
+`NAME VALUE [UNIT]` (or one bare number, stored as `value`) become samples, so a script can
+report any number. Braces in a command are parameter expressions: write `{{` and `}}` for
+literal ones (awk '{{print $1}}').
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator
+
+from netrig.measure import (
+    Measurement,
+    MeasureOptions,
+    Path,
+    Result,
+    Text,
+    node_problems,
+    register,
+    tail,
+)
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.spec.models import NodeName
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+
+OUTPUT_KEEP = 65536  # characters of stdout stored
+_METRIC_LINE = re.compile(
+    r"^\s*([A-Za-z_][A-Za-z0-9_.]*)[\s:=]+(-?[\d.]+(?:[eE][-+]?\d+)?)\s*(\S*)\s*$"
+)
+
+
+class CommandOptions(MeasureOptions):
+    node: NodeName = Field(description="node the command runs in")
+    cmd: str | list[str] = Field(description="a shell command line, or an argv list")
+    ok_codes: list[int] = Field([0], description="exit codes that count as success")
+    metrics: bool = Field(False, description="read `NAME VALUE [UNIT]` lines of stdout as samples")
+
+    @field_validator("cmd")
+    @classmethod
+    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+        if not value or (isinstance(value, str) and not value.strip()):
+            raise ValueError("cmd is empty")
+        return value
+
+    def argv(self) -> list[str]:
+        return ["sh", "-c", self.cmd] if isinstance(self.cmd, str) else [str(a) for a in self.cmd]
+
+
+@register
+class Command(Measurement):
+    name = "command"
+    summary = "any command in a node: exit code, duration, stdout (and numbers it prints)"
+    Options = CommandOptions
+    summary_metrics = ()  # every number it reports: exit_code, duration, and its own metrics
+
+    def tools(self, options: Any) -> dict[str, str]:
+        program = options.argv()[0]
+        return {program: "coreutils"} if program == "sh" else {}
+
+    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+        return node_problems(plan, [(("node",), options.node)])
+
+    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+        o: CommandOptions = options
+        start = time.monotonic()
+        try:
+            done = lab.exec(
+                o.node,
+                o.argv(),
+                capture_output=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                errors="replace",
+            )
+        except FileNotFoundError:
+            raise MeasurementFailed(f"{o.argv()[0]}: command not found in {o.node}") from None
+        except subprocess.TimeoutExpired as exc:
+            raise MeasurementFailed(
+                f"command did not finish within {timeout:g} s", stderr=tail(exc.stderr)
+            ) from None
+        elapsed = time.monotonic() - start
+        samples: list[Sample] = [
+            Sample("exit_code", done.returncode, ""),
+            Sample("duration", elapsed, "s"),
+        ]
+        if done.returncode not in o.ok_codes:
+            first = next((ln for ln in done.stderr.splitlines() if ln.strip()), "")
+            detail = f": {first.strip()}" if first else ""
+            raise MeasurementFailed(
+                f"command exited with {done.returncode}{detail}", samples, tail(done.stderr)
+            )
+        if o.metrics:
+            samples += parse_metrics(done.stdout)
+        return [*samples, Text("stdout", done.stdout[-OUTPUT_KEEP:])]
+
+
+def parse_metrics(stdout: str) -> list[Sample]:
+    """`NAME VALUE [UNIT]` lines (or `NAME: VALUE`, `NAME=VALUE`); one bare number → `value`."""
+    text = stdout.strip()
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None:
+        return [Sample("value", number, "")] if math.isfinite(number) else []
+    samples = []
+    for line in stdout.splitlines():
+        m = _METRIC_LINE.match(line)
+        if m:
+            try:
+                value = float(m.group(2))
+            except ValueError:
+                continue
+            if math.isfinite(value):
+                samples.append(Sample(m.group(1), value, m.group(3)))
+    return samples

@@ -1,0 +1,410 @@
+"""iperf3: TCP or UDP throughput between two nodes, or one stream per IP alias of a link.
+
+    - iperf3: {client: n1, server: n9, duration: 10, parallel: 2}
+    - iperf3: {client: n1, server: n2, per_alias: true, duration: 10}   # seed 001
+
+The server runs with `-1` (one test, then exit) under `lab.popen`; the client starts only
+once the server's port is in LISTEN in the server's namespace (read from /proc, so no probe
+connection can confuse the one-off server). The client's `--json` is always parsed: iperf3
+exits 0 on many failures. The result is the receiver's view (`throughput`, bit/s).
+
+With `per_alias`, the link between client and server must carry `aliases:`; each alias
+address of the server gets its own server (own port), and the client's alias of the same
+rank connects to it, all at once. `throughput` is their sum; each alias is also stored
+with its server address as the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import time
+from collections import defaultdict
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from netrig.measure import (
+    AddressChoice,
+    Measurement,
+    MeasureOptions,
+    Path,
+    Result,
+    end_process,
+    family_of,
+    in_namespace,
+    listening_ports,
+    node_problems,
+    not_installed,
+    read_spool,
+    register,
+    spool,
+    tail,
+    target_address,
+    wait_all,
+)
+from netrig.measure.parse_iperf3 import parse_iperf3
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.spec.models import NodeName, Rate, Seconds
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import IfacePlan, LabPlan
+
+LISTEN_TIMEOUT = 5.0  # seconds a server may take to listen
+STARTUP_SLACK = 10.0  # timeout beyond the test's own duration
+SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def _size(value: Any) -> int:
+    """Bytes, iperf3's way: 262144, '256K', '4M' (K = 1024)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgKMG]?)[bB]?\s*", str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a size; write e.g. 262144, 256K or 4M")
+    return int(m.group(1)) * SIZE_UNITS[m.group(2).lower()]
+
+
+Size = Annotated[int, BeforeValidator(_size), Field(ge=1024, le=1 << 30)]
+
+
+class Iperf3Options(MeasureOptions):
+    client: NodeName = Field(description="node that runs `iperf3 -c` (sends, unless reverse)")
+    server: NodeName = Field(description="node that runs `iperf3 -s`")
+    protocol: Literal["tcp", "udp"] = "tcp"
+    duration: int = Field(10, ge=1, le=86400, description="seconds of traffic (-t)")
+    parallel: int = Field(1, ge=1, le=128, description="parallel streams (-P)")
+    reverse: bool = Field(False, description="the server sends (-R)")
+    bidir: bool = Field(False, description="both directions at once (--bidir)")
+    bitrate: Rate | None = Field(
+        None, description="target rate (-b), e.g. 1gbit; UDP default 1mbit"
+    )
+    mss: int | None = Field(None, ge=88, le=65000, description="TCP maximum segment size (-M)")
+    window: Size | None = Field(None, description="socket buffer size (-w), e.g. 256K")
+    omit: int = Field(0, ge=0, le=600, description="seconds at the start left out (-O)")
+    interval: Seconds = Field(1.0, description="seconds per interval sample (-i)")
+    congestion: str | None = Field(
+        None, pattern=r"^[a-z0-9_]+$", description="TCP congestion control (-C)"
+    )
+    family: Literal[4, 6] = 4
+    address: AddressChoice = Field(
+        "auto", description="server address: loopback, link (shared with the client), auto"
+    )
+    port: int = Field(5201, ge=1024, le=65535)
+    per_alias: bool = Field(False, description="one server and one client per IP alias of the link")
+    connect_timeout: Seconds = Field(3.0, description="give up connecting after this long")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Iperf3Options:
+        if self.reverse and self.bidir:
+            raise ValueError("reverse and bidir exclude each other (bidir already sends both ways)")
+        if self.mss is not None and self.protocol == "udp":
+            raise ValueError("mss applies to TCP only")
+        if self.congestion is not None and self.protocol == "udp":
+            raise ValueError("congestion applies to TCP only")
+        if self.client == self.server:
+            raise ValueError(f"client and server are both {self.client!r}; pick two nodes")
+        if 0 < self.interval < 0.1:
+            raise ValueError("interval: iperf3 reports at most every 0.1 s (0 turns it off)")
+        return self
+
+
+@register
+class Iperf3(Measurement):
+    name = "iperf3"
+    summary = "TCP/UDP throughput (iperf3 --json), optionally one stream per IP alias"
+    Options = Iperf3Options
+    summary_metrics = ("throughput", "throughput_reverse", "retransmits", "loss_percent")
+
+    def tools(self, options: Any) -> dict[str, str]:
+        return {"iperf3": "iperf3"}
+
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+        o: Iperf3Options = options
+        problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
+        if problems:
+            return problems
+        if not plan.node(o.client).addresses(o.family) or not plan.node(o.server).addresses(
+            o.family
+        ):
+            return [(("family",), f"the lab has no IPv{o.family} addresses (see addressing:)")]
+        try:
+            target_address(plan, o.client, o.server, o.family, o.address)
+        except KeyError as exc:
+            return [(("address",), str(exc.args[0]))]
+        if o.per_alias:
+            try:
+                pairs = alias_pairs(plan, o.client, o.server, o.family)
+            except ValueError as exc:
+                return [(("per_alias",), str(exc))]
+            if o.port + len(pairs) - 1 > 65535:
+                return [(("port",), f"{len(pairs)} aliases need ports {o.port}… beyond 65535")]
+        return []
+
+    def timeout(self, options: Any) -> float:
+        o: Iperf3Options = options
+        if o.timeout:
+            return float(o.timeout)
+        return o.duration + o.omit + o.connect_timeout + STARTUP_SLACK
+
+    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+        o: Iperf3Options = options
+        if o.per_alias:
+            return list(_run_per_alias(lab, o, timeout))
+        target = target_address(lab.plan, o.client, o.server, o.family, o.address)
+        deadline = time.monotonic() + timeout
+        # Bound to the target: a UDP server answers from the address it is bound to, and an
+        # unbound one would answer a loopback-addressed client from its link address, which
+        # the client's connected socket refuses.
+        server = _start_servers(lab, o, [(target, o.port)])
+        try:
+            _wait_listening(lab, o, server, deadline)
+            try:
+                done = lab.exec(
+                    o.client,
+                    client_argv(o, target, o.port),
+                    capture_output=True,
+                    timeout=max(deadline - time.monotonic(), 1.0),
+                )
+            except FileNotFoundError:
+                raise not_installed("iperf3", "iperf3") from None
+            except subprocess.TimeoutExpired as exc:
+                raise MeasurementFailed(
+                    f"iperf3 client did not finish within {timeout:g} s",
+                    stderr=tail(exc.stderr) + _server_errors(server),
+                ) from None
+            try:
+                result = parse_iperf3(done.stdout, done.stderr)
+            except MeasurementFailed as exc:
+                raise MeasurementFailed(
+                    exc.reason, exc.samples, tail(done.stderr) + _server_errors(server)
+                ) from None
+            _end_servers(server, grace=0.5)
+            return list(result.samples)
+        finally:
+            _end_servers(server)
+
+
+def client_argv(o: Iperf3Options, target: str, port: int, bind: str | None = None) -> list[str]:
+    argv = [
+        "iperf3",
+        "-c",
+        target,
+        "-p",
+        str(port),
+        "-t",
+        str(o.duration),
+        "--json",
+        "-i",
+        f"{o.interval:g}",
+        "--connect-timeout",
+        str(int(o.connect_timeout * 1000)),
+    ]
+    if bind:
+        argv += ["-B", bind]
+    if o.protocol == "udp":
+        argv.append("-u")
+    if o.bitrate is not None:
+        argv += ["-b", str(o.bitrate)]
+    if o.parallel > 1:
+        argv += ["-P", str(o.parallel)]
+    if o.reverse:
+        argv.append("-R")
+    if o.bidir:
+        argv.append("--bidir")
+    if o.mss is not None:
+        argv += ["-M", str(o.mss)]
+    if o.window is not None:
+        argv += ["-w", str(o.window)]
+    if o.omit:
+        argv += ["-O", str(o.omit)]
+    if o.congestion:
+        argv += ["-C", o.congestion]
+    return argv
+
+
+def alias_pairs(plan: LabPlan, client: str, server: str, family: int) -> list[tuple[str, str]]:
+    """(client alias, server alias) of the client–server link, in rank order.
+
+    The first address of each end is the link's own; the ones after it are its aliases.
+    """
+    ifaces = [i for i in plan.node(server).ifaces if i.peer == client]
+    if not ifaces:
+        raise ValueError(f"per_alias needs a direct link between {client} and {server}")
+    srv: IfacePlan = ifaces[0]
+    cli = plan.node(client).iface(srv.peer_iface)
+    s_addrs = [a.split("/")[0] for a in srv.addrs if family_of(a) == family]
+    c_addrs = [a.split("/")[0] for a in cli.addrs if family_of(a) == family]
+    if len(s_addrs) < 2:
+        raise ValueError(
+            f"per_alias: the {client}–{server} link has no IPv{family} aliases; "
+            "set `aliases: N` on it (links: [{a: …, b: …, aliases: N}])"
+        )
+    return list(zip(c_addrs[1:], s_addrs[1:], strict=True))
+
+
+class _Server:
+    def __init__(self, proc: subprocess.Popen[Any], port: int, err: Any) -> None:
+        self.proc, self.port, self.err = proc, port, err
+
+
+def _start_servers(lab: Lab, o: Iperf3Options, binds: list[tuple[str, int]]) -> list[_Server]:
+    servers: list[_Server] = []
+    try:
+        for bind, port in binds:
+            argv = ["iperf3", "-s", "-1", "-p", str(port), "-B", bind]
+            err = spool()
+            label = f"{lab.name}/{o.server}/iperf3-server/{port}"
+            try:
+                proc = lab.popen(
+                    o.server,
+                    argv,
+                    label=label,
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    stdin=subprocess.DEVNULL,
+                )
+            except FileNotFoundError:
+                raise not_installed("iperf3", "iperf3") from None
+            servers.append(_Server(proc, port, err))
+    except BaseException:
+        _end_servers(servers)
+        raise
+    return servers
+
+
+def _wait_listening(lab: Lab, o: Iperf3Options, servers: list[_Server], deadline: float) -> None:
+    """Poll until every server's port is in LISTEN inside the server node."""
+    limit = min(deadline, time.monotonic() + LISTEN_TIMEOUT + 0.02 * len(servers))
+    pending = list(servers)
+    while pending:
+        for s in list(pending):
+            if s.proc.poll() is not None:
+                raise MeasurementFailed(
+                    f"iperf3 server on {o.server} port {s.port} exited ({s.proc.returncode}) "
+                    "before listening",
+                    stderr=tail(read_spool(s.err)),
+                )
+            if in_namespace(s.proc.pid, lab, o.server) and s.port in listening_ports(s.proc.pid):
+                pending.remove(s)
+        if not pending:
+            return
+        if time.monotonic() > limit:
+            raise MeasurementFailed(
+                f"iperf3 server on {o.server} port {pending[0].port} did not listen within "
+                f"{LISTEN_TIMEOUT:g} s",
+                stderr=_server_errors(servers),
+            )
+        time.sleep(0.005)
+
+
+def _server_errors(servers: list[_Server]) -> str:
+    texts = [read_spool(s.err).strip() for s in servers]
+    shown = [f"[server port {s.port}] {t}" for s, t in zip(servers, texts, strict=True) if t]
+    return ("\n" + tail("\n".join(shown))) if shown else ""
+
+
+def _end_servers(servers: list[_Server], grace: float = 0.0) -> None:
+    """A one-off server exits after its test; give it `grace` seconds, then end it by PID."""
+    deadline = time.monotonic() + grace
+    for s in servers:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            s.proc.wait(max(deadline - time.monotonic(), 0.0))
+    for s in servers:
+        end_process(s.proc)
+        s.err.close()
+
+
+def _run_per_alias(lab: Lab, o: Iperf3Options, timeout: float) -> list[Sample]:
+    pairs = alias_pairs(lab.plan, o.client, o.server, o.family)
+    deadline = time.monotonic() + timeout + 0.02 * len(pairs)
+    servers = _start_servers(lab, o, [(srv, o.port + i) for i, (_, srv) in enumerate(pairs)])
+    clients: list[tuple[subprocess.Popen[Any], Any, Any]] = []
+    try:
+        _wait_listening(lab, o, servers, deadline)
+        for i, (cli, srv) in enumerate(pairs):
+            out, err = spool(), spool()
+            label = f"{lab.name}/{o.client}/iperf3-client/{o.port + i}"
+            proc = lab.popen(
+                o.client,
+                client_argv(o, srv, o.port + i, bind=cli),
+                label=label,
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+            )
+            clients.append((proc, out, err))
+        if not wait_all([c[0] for c in clients], deadline):
+            raise MeasurementFailed(
+                f"iperf3 clients did not finish within {timeout:g} s ({len(pairs)} aliases)",
+                stderr=_server_errors(servers),
+            )
+        outputs = [(read_spool(out), read_spool(err)) for _, out, err in clients]
+        samples = _alias_samples(pairs, outputs, servers, o.interval)
+        _end_servers(servers, grace=0.5)
+        return samples
+    finally:
+        for proc, out, err in clients:
+            end_process(proc)
+            out.close()
+            err.close()
+        _end_servers(servers)
+
+
+def _alias_samples(
+    pairs: list[tuple[str, str]],
+    outputs: list[tuple[str, str]],
+    servers: list[_Server],
+    interval: float,
+) -> list[Sample]:
+    """Sum of the aliases' receiver throughput, each alias as a stream, summed intervals.
+
+    Each client times its intervals from its own start, so interval starts are matched by
+    their rank (t / interval), not by equal floats.
+    """
+    results, failures, partial = [], [], []
+    for (_, srv), (stdout, stderr) in zip(pairs, outputs, strict=True):
+        try:
+            results.append((srv, parse_iperf3(stdout, stderr)))
+        except MeasurementFailed as exc:
+            failures.append(f"{srv}: {exc.reason}")
+            partial.append(stderr)
+    if failures:
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise MeasurementFailed(
+            f"{len(failures)} of {len(pairs)} alias streams failed: {failures[0]}{more}",
+            stderr=tail("\n".join(failures) + "\n" + "\n".join(partial)) + _server_errors(servers),
+        )
+    samples = [Sample("streams", len(results), "streams")]
+    totals: dict[str, float] = defaultdict(float)
+    units: dict[str, str] = {}
+    per_t: dict[int, float] = defaultdict(float)
+    counts: dict[int, int] = defaultdict(int)
+    for srv, result in results:
+        for s in result.samples:
+            if s.t is None and s.stream is None:
+                if s.metric in (
+                    "throughput",
+                    "sender_throughput",
+                    "retransmits",
+                    "throughput_reverse",
+                    "lost_packets",
+                    "packets",
+                ):
+                    totals[s.metric] += s.value
+                    units[s.metric] = s.unit
+                samples.append(Sample(s.metric, s.value, s.unit, None, srv))
+            elif s.stream is None and s.metric == "throughput" and s.t is not None and interval:
+                rank = round(s.t / interval)
+                per_t[rank] += s.value
+                counts[rank] += 1
+    samples += [Sample(m, v, units[m]) for m, v in totals.items()]
+    # an interval counts only when every alias reported it
+    samples += [
+        Sample("throughput", v, "bit/s", rank * interval)
+        for rank, v in sorted(per_t.items())
+        if counts[rank] == len(results)
+    ]
+    return samples

@@ -1,0 +1,257 @@
+"""ping / fping: round-trip time and loss between chosen pairs of nodes, or all pairs at once.
+
+    - ping: {src: n1, dst: n9, count: 10}
+    - ping: {pairs: [[n1, n9], [n2, n10]], tool: fping}
+    - ping: {all_pairs: true, count: 3}          # fping from every node to every other
+
+Pairs are measured at the same time: one `ping` per pair, or one `fping` per source node
+over all its targets. Each pair's samples carry the stream `SRC>DST`; with several pairs the
+summary (no stream) is the mean RTT over pairs, the extremes, and the overall loss. A pair
+that got no reply at all makes the measurement fail (its loss counters are kept), since an
+RTT of a dead path does not exist and must not be stored as 0.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import defaultdict
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, model_validator
+
+from netrig.measure import (
+    AddressChoice,
+    Measurement,
+    MeasureOptions,
+    Path,
+    Result,
+    end_process,
+    node_problems,
+    not_installed,
+    register,
+    tail,
+    target_address,
+    wait_all,
+)
+from netrig.measure.parse_fping import parse_fping
+from netrig.measure.parse_ping import parse_ping
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.spec.models import NodeName, Seconds
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+
+PACKAGES = {"ping": "iputils-ping", "fping": "fping"}
+SLACK = 5.0  # seconds beyond count × interval before the measurement counts as hung
+
+
+class PingOptions(MeasureOptions):
+    src: NodeName | None = Field(None, description="source node of a single pair")
+    dst: NodeName | None = Field(None, description="target node of a single pair")
+    pairs: list[tuple[NodeName, NodeName]] | None = Field(None, description="[[src, dst], …]")
+    all_pairs: bool = Field(False, description="every host to every other host (fping)")
+    tool: Literal["ping", "fping"] | None = Field(
+        None, description="default: ping; fping for all_pairs"
+    )
+    count: int = Field(5, ge=1, le=100000, description="echo requests per pair")
+    interval: Seconds = Field(0.2, description="seconds between requests of a pair")
+    size: int | None = Field(None, ge=0, le=65000, description="payload bytes")
+    family: Literal[4, 6] = 4
+    address: AddressChoice = Field(
+        "auto", description="target address: loopback, link (shared with the source), auto"
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_choose(self) -> PingOptions:
+        single = self.src is not None or self.dst is not None
+        chosen = [single, self.pairs is not None, self.all_pairs]
+        if sum(chosen) != 1:
+            raise ValueError("give exactly one of: src and dst, pairs, all_pairs: true")
+        if single and (self.src is None or self.dst is None):
+            raise ValueError("a single pair needs both src and dst")
+        if self.all_pairs and self.tool == "ping":
+            raise ValueError("all_pairs uses fping (one process per node); drop tool: ping")
+        if self.pairs is not None and not self.pairs:
+            raise ValueError("pairs is empty")
+        for src, dst in self.chosen_pairs([]):
+            if src == dst:
+                raise ValueError(f"pair {src}>{dst}: source and target are the same node")
+        if self.interval < 0.001:
+            raise ValueError("interval must be at least 0.001 s")
+        return self
+
+    def chosen_pairs(self, hosts: list[str]) -> list[tuple[str, str]]:
+        if self.src is not None and self.dst is not None:
+            return [(self.src, self.dst)]
+        if self.pairs is not None:
+            return [tuple(p) for p in self.pairs]  # type: ignore[misc]
+        return [(a, b) for a in hosts for b in hosts if a != b]
+
+    def program(self) -> str:
+        return self.tool or ("fping" if self.all_pairs else "ping")
+
+
+@register
+class Ping(Measurement):
+    name = "ping"
+    summary = "RTT min/avg/max/mdev and loss (ping or fping), chosen pairs or all pairs"
+    Options = PingOptions
+    summary_metrics = ("rtt_avg", "rtt_max", "loss_percent")
+
+    def tools(self, options: Any) -> dict[str, str]:
+        program = options.program()
+        return {program: PACKAGES[program]}
+
+    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+        o: PingOptions = options
+        refs: list[tuple[Path, str]] = []
+        if o.src is not None and o.dst is not None:
+            refs = [(("src",), o.src), (("dst",), o.dst)]
+        elif o.pairs is not None:
+            refs = [
+                (("pairs", i, j), name) for i, p in enumerate(o.pairs) for j, name in enumerate(p)
+            ]
+        problems = node_problems(plan, refs)
+        if not problems and not any(n.addresses(o.family) for n in plan.hosts()):
+            problems.append((("family",), f"the lab has no IPv{o.family} addresses"))
+        if not problems and o.address == "link":
+            for src, dst in o.chosen_pairs([n.name for n in plan.hosts()]):
+                try:
+                    target_address(plan, src, dst, o.family, "link")
+                except KeyError as exc:
+                    problems.append((("address",), str(exc.args[0])))
+                    break
+        return problems
+
+    def timeout(self, options: Any) -> float:
+        o: PingOptions = options
+        return float(o.timeout or o.count * o.interval + SLACK)
+
+    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+        o: PingOptions = options
+        pairs = o.chosen_pairs([n.name for n in lab.plan.hosts()])
+        if o.program() == "fping":
+            per_pair = _fping(lab, o, pairs, timeout)
+        else:
+            per_pair = _ping(lab, o, pairs, timeout)
+        return list(_combine(per_pair, single=len(pairs) == 1 and not o.all_pairs))
+
+
+def _address(lab: Lab, o: PingOptions, src: str, dst: str) -> str:
+    return target_address(lab.plan, src, dst, o.family, o.address)
+
+
+def _start(lab: Lab, node: str, argv: list[str], program: str) -> subprocess.Popen[str]:
+    try:
+        return lab.popen(
+            node,
+            argv,
+            label=f"{lab.name}/{node}/{program}/{time.monotonic_ns()}",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+    except FileNotFoundError:
+        raise not_installed(program, PACKAGES[program]) from None
+
+
+def _collect(
+    procs: list[subprocess.Popen[str]], timeout: float, program: str
+) -> list[tuple[str, str]]:
+    """Outputs of processes that print little (they cannot fill a pipe), or a timeout failure."""
+    try:
+        if not wait_all(procs, time.monotonic() + timeout):
+            raise MeasurementFailed(f"{program} did not finish within {timeout:g} s")
+        return [p.communicate() for p in procs]
+    finally:
+        for p in procs:
+            end_process(p)
+
+
+def _ping(
+    lab: Lab, o: PingOptions, pairs: list[tuple[str, str]], timeout: float
+) -> dict[tuple[str, str], tuple[list[Sample], str | None, str]]:
+    deadline = max(1, int(o.count * o.interval + 2))
+    argv = ["ping", "-n", "-q", "-c", str(o.count), "-i", f"{o.interval:g}", "-w", str(deadline)]
+    if o.size is not None:
+        argv += ["-s", str(o.size)]
+    if o.family == 6:
+        argv.append("-6")
+    procs = [_start(lab, src, [*argv, _address(lab, o, src, dst)], "ping") for src, dst in pairs]
+    out: dict[tuple[str, str], tuple[list[Sample], str | None, str]] = {}
+    for pair, (stdout, stderr) in zip(pairs, _collect(procs, timeout, "ping"), strict=True):
+        try:
+            out[pair] = (list(parse_ping(stdout, stderr).samples), None, stderr)
+        except MeasurementFailed as exc:
+            out[pair] = (list(exc.samples), exc.reason, stderr)
+    return out
+
+
+def _fping(
+    lab: Lab, o: PingOptions, pairs: list[tuple[str, str]], timeout: float
+) -> dict[tuple[str, str], tuple[list[Sample], str | None, str]]:
+    by_src: dict[str, list[str]] = defaultdict(list)
+    for src, dst in pairs:
+        by_src[src].append(dst)
+    per_probe_ms = max(int(o.interval * 1000), 1)
+    argv = ["fping", "-q", "-C", str(o.count), "-p", str(per_probe_ms), "-t", "1000"]
+    if o.size is not None:
+        argv += ["-b", str(o.size)]
+    if o.family == 6:
+        argv.append("-6")
+    runs = []
+    for src, dsts in by_src.items():
+        addrs = {_address(lab, o, src, d): d for d in dsts}
+        runs.append((src, addrs, _start(lab, src, [*argv, *addrs], "fping")))
+    outputs = _collect([r[2] for r in runs], timeout, "fping")
+    out: dict[tuple[str, str], tuple[list[Sample], str | None, str]] = {}
+    for (src, addrs, _), (stdout, stderr) in zip(runs, outputs, strict=True):
+        try:
+            result = parse_fping(stdout, stderr)
+            samples = list(result.samples)
+        except MeasurementFailed as exc:
+            samples = list(exc.samples)
+        for addr, dst in addrs.items():
+            mine = [s for s in samples if s.stream == addr]
+            answered = any(s.metric == "received" and s.value > 0 for s in mine)
+            reason = None if answered else f"no reply from {dst} ({addr})"
+            out[(src, dst)] = ([replace(s, stream=None) for s in mine], reason, stderr)
+    return out
+
+
+def _combine(
+    per_pair: dict[tuple[str, str], tuple[list[Sample], str | None, str]], single: bool
+) -> list[Sample]:
+    """Per-pair samples as streams; overall RTT and loss; failure if any pair got no reply."""
+    samples: list[Sample] = []
+    avgs, mins, maxs, sent, received = [], [], [], 0.0, 0.0
+    failures = []
+    for (src, dst), (items, reason, stderr) in per_pair.items():
+        stream = None if single else f"{src}>{dst}"
+        samples += [replace(s, stream=stream) for s in items]
+        values = {s.metric: s.value for s in items if s.t is None}
+        sent += values.get("sent", 0.0)
+        received += values.get("received", 0.0)
+        if reason is not None:
+            failures.append((f"{src}>{dst}: {reason}", stderr))
+            continue
+        avgs.append(values["rtt_avg"])
+        mins.append(values["rtt_min"])
+        maxs.append(values["rtt_max"])
+    if not single and sent:
+        samples.append(Sample("loss_percent", 100.0 * (sent - received) / sent, "%"))
+        samples += [Sample("sent", sent, "packets"), Sample("received", received, "packets")]
+        if avgs:
+            samples += [
+                Sample("rtt_avg", sum(avgs) / len(avgs), "ms"),
+                Sample("rtt_min", min(mins), "ms"),
+                Sample("rtt_max", max(maxs), "ms"),
+            ]
+    if failures:
+        more = f" (and {len(failures) - 1} more pairs)" if len(failures) > 1 else ""
+        stderr = "\n".join(f"{what}\n{err}".strip() for what, err in failures)
+        raise MeasurementFailed(failures[0][0] + more, samples, tail(stderr))
+    return samples

@@ -1,0 +1,384 @@
+"""`netrig run` end to end: real namespaces, real iperf3, a real results database."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netrig.experiment import load_experiment, run_experiment
+from netrig.lab import netns
+from netrig.lab.build import LabError
+from netrig.results.store import ResultStore
+from netrig.spec.experiment import load_experiment_text
+from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
+
+pytestmark = [requires_root, pytest.mark.root]
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+VETH_CEILING = 200e9
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def namespaces_of(name: str) -> list[str]:
+    return [ns for ns in netns.list_names() if ns.startswith(name + "-")]
+
+
+def throughputs(store: ResultStore, experiment_id: int) -> list[float]:
+    return [
+        s.value
+        for run in store.runs(experiment_id)
+        for m, s in store.samples(run.id)
+        if s.metric == "throughput" and s.t is None and s.stream is None
+    ]
+
+
+@requires_tool("iperf3")
+def test_chain_sweep_of_two_values_twice_stores_four_plausible_runs_in_one_lab(
+    tmp_path: Path, lab_name: str
+) -> None:
+    path = write(
+        tmp_path,
+        "chain",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - iperf3: {{client: n1, server: "n{{1 + hops}}", duration: 1}}
+        vary: {{hops: [1, 2]}}
+        repeat: 2
+        """,
+    )
+    db = tmp_path / "results.db"
+    with ResultStore(db) as store:
+        outcome = run_experiment(load_experiment(path), store)
+        runs = store.runs(outcome.experiment_id)
+        assert outcome.status == "ok" and outcome.ok == 4 and outcome.labs_built == 1
+        assert [(r.point, r.repetition, r.status) for r in runs] == [
+            ({"hops": 1}, 1, "ok"),
+            ({"hops": 1}, 2, "ok"),
+            ({"hops": 2}, 1, "ok"),
+            ({"hops": 2}, 2, "ok"),
+        ]
+        values = throughputs(store, outcome.experiment_id)
+        assert len(values) == 4 and all(0 < v < VETH_CEILING for v in values)
+        e = store.experiment(outcome.experiment_id)
+        assert e.status == "ok" and e.file_text == Path(path).read_text()
+        assert e.host_facts["tool_versions"]["iperf3"].startswith("iperf 3")
+        stored = {
+            (r.id, s.metric, s.t, s.stream): s.value for r in runs for _, s in store.samples(r.id)
+        }
+    assert namespaces_of(lab_name) == []
+
+    # export CSV round-trips every value, with a column per sweep parameter
+    out = netrig_cli("results", "export", lab_name, "--db", str(db), "--format", "csv")
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert {
+        "experiment",
+        "run",
+        "repetition",
+        "status",
+        "metric",
+        "value",
+        "unit",
+        "t",
+        "hops",
+    } <= set(rows[0])
+    assert len(rows) == len(stored)
+    for row in rows:
+        key = (
+            int(row["run"]),
+            row["metric"],
+            float(row["t"]) if row["t"] else None,
+            row["stream"] or None,
+        )
+        assert float(row["value"]) == stored[key]
+        assert row["experiment"] == lab_name and row["status"] == "ok"
+    assert {row["hops"] for row in rows} == {"1", "2"}
+
+
+def test_a_changed_network_rebuilds_the_lab_and_stdout_is_kept(
+    tmp_path: Path, lab_name: str
+) -> None:
+    exp = load_experiment_text(
+        textwrap.dedent(f"""\
+        name: {lab_name}
+        topology: {{kind: pair}}
+        link_defaults: {{mtu: "{{mtu}}"}}
+        measure:
+          - command: {{node: n1, cmd: "cat /sys/class/net/eth0/mtu"}}
+        vary: {{mtu: [1500, 9000]}}
+        repeat: 2
+        order: interleaved
+        warmup: 1
+        cooldown: 0.2
+        """),
+        "mtu.yaml",
+    )
+    with ResultStore(tmp_path / "r.db") as store:
+        started = time.monotonic()
+        outcome = run_experiment(exp, store)
+        elapsed = time.monotonic() - started
+        runs = store.runs(outcome.experiment_id)
+        assert outcome.ok == 4 and len(runs) == 4  # warm-ups ran but are not stored
+        assert outcome.labs_built == 6  # interleaved: every run switches networks
+        assert elapsed > 5 * 0.2  # a cooldown between each of the 6 runs
+        for run in runs:
+            (output,) = store.outputs(run.id)
+            assert output[:2] == ("command", "stdout")
+            assert int(output[2]) == run.point["mtu"]
+    assert namespaces_of(lab_name) == []
+
+
+@requires_tool("iperf3")
+def test_an_unreachable_target_is_a_failed_run_with_the_reason(
+    tmp_path: Path, lab_name: str
+) -> None:
+    path = write(
+        tmp_path,
+        "noroute",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        routing: {{protocol: none}}
+        measure:
+          - iperf3: {{client: n1, server: n3, duration: 1}}
+        """,
+    )
+    db = tmp_path / "r.db"
+    out = netrig_cli("run", path, "--db", str(db), "--quiet")
+    assert out.returncode == 1, out.stderr
+    assert "1 of 1 runs failed" in out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        (run,) = store.runs(e.id)
+        assert e.status == "failed" and run.status == "failed"
+        assert "unable to connect" in (run.reason or "") and "unreachable" in (run.reason or "")
+        assert throughputs(store, e.id) == []  # never a zero
+        (row,) = store.tidy_rows(e.id)
+        assert row["status"] == "failed" and row["value"] is None
+    assert "failed" in out.stdout  # the summary counts it as failed
+    assert namespaces_of(lab_name) == []
+
+
+def test_a_server_that_does_not_exist_fails_validation_with_file_line(
+    tmp_path: Path, lab_name: str
+) -> None:
+    path = write(
+        tmp_path,
+        "nosuch",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: ring, nodes: 4}}
+        measure:
+          - iperf3: {{client: n1, server: "n{{1 + hops}}", duration: 1}}
+        vary: {{hops: [1, 4]}}
+        """,
+    )
+    db = tmp_path / "never.db"
+    out = netrig_cli("run", path, "--db", str(db))
+    assert out.returncode == 2
+    assert f"{path}:4:34: iperf3: unknown node 'n5'" in out.stderr and "(at hops=4)" in out.stderr
+    assert not db.exists() and namespaces_of(lab_name) == []
+
+
+def test_a_missing_tool_is_refused_before_anything_exists(
+    tmp_path: Path, lab_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp = load_experiment_text(
+        f"name: {lab_name}\ntopology: {{kind: pair}}\nmeasure: [{{ping: {{all_pairs: true}}}}]\n"
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with ResultStore(tmp_path / "r.db") as store:
+        with pytest.raises(
+            LabError, match="fping is not installed; install it with: apt-get install fping"
+        ):
+            run_experiment(exp, store)
+        assert store.experiments() == []
+    assert namespaces_of(lab_name) == []
+
+
+def stored_runs(db: Path) -> list[tuple[str, int]]:
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            return conn.execute("SELECT status, repetition FROM runs ORDER BY id").fetchall()
+    except sqlite3.OperationalError:
+        return []  # not created yet
+
+
+@requires_tool("iperf3")
+def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
+    tmp_path: Path, lab_name: str
+) -> None:
+    path = write(
+        tmp_path,
+        "intr",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - iperf3: {{client: n1, server: n3, duration: 1}}
+        vary: {{p: [1, 2]}}
+        repeat: 2
+        """,
+    )
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not stored_runs(db) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(0.3)  # into the second run's measurement
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert namespaces_of(lab_name) == []
+    runs = stored_runs(db)
+    assert [s for s, _ in runs] == ["ok", "interrupted"]
+    with ResultStore(db) as store:
+        assert store.experiments()[0].status == "interrupted"
+
+    out = netrig_cli("run", path, "--db", str(db), "--resume")
+    assert out.returncode == 0, out.stderr
+    assert "resuming" in out.stderr and "3 to go" in out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        runs_ = store.runs(e.id)
+        assert e.status == "ok"
+        ok = sorted((r.point["p"], r.repetition) for r in runs_ if r.status == "ok")
+        assert ok == [(1, 1), (1, 2), (2, 1), (2, 2)]
+        assert len(throughputs(store, e.id)) == 4
+    assert namespaces_of(lab_name) == []
+    again = netrig_cli("run", path, "--db", str(db), "--resume")
+    assert again.returncode == 2 and "nothing to resume" in again.stderr
+
+
+def test_two_experiments_of_different_names_run_side_by_side(tmp_path: Path) -> None:
+    names = [new_lab_name("e"), new_lab_name("e")]
+    procs = []
+    for name in names:
+        path = write(
+            tmp_path,
+            name,
+            f"""\
+            name: {name}
+            topology: {{kind: pair}}
+            measure:
+              - command: {{node: n2, cmd: "sleep 1; echo 1"}}
+            """,
+        )
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "netrig",
+                    "run",
+                    path,
+                    "--db",
+                    str(tmp_path / f"{name}.db"),
+                    "-q",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr
+    assert all(namespaces_of(n) == [] for n in names)
+
+
+@requires_tool("iperf3")
+def test_the_issue_example_runs_as_written(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    out = netrig_cli("run", str(EXAMPLES / "pair-iperf3.yaml"), "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        assert e.name == "pair-iperf3" and [r.status for r in store.runs(e.id)] == ["ok"] * 3
+        assert all(0 < v < VETH_CEILING for v in throughputs(store, e.id))
+    assert "iperf3 throughput (Gbit/s)" in out.stdout and "3 runs stored" in out.stderr
+
+
+@requires_tool("iperf3")
+@pytest.mark.parametrize(
+    ("example", "sets", "runs"),
+    [
+        ("seed000-static.yaml", ["hops=[1,8]"], 2),
+        ("seed000-shapes.yaml", [], 3),
+        ("seed000-veth.yaml", [], 1),
+        ("seed000-ladder16.yaml", [], 1),
+        ("seed001-aliases.yaml", ["aliases=[1,4]"], 2),
+    ],
+)
+def test_seed_examples_run_at_small_scale(
+    tmp_path: Path, example: str, sets: list[str], runs: int
+) -> None:
+    db = tmp_path / "r.db"
+    args = [a for s in ["duration=1", *sets] for a in ("--set", s)]
+    out = netrig_cli("run", str(EXAMPLES / example), "--db", str(db), "--repeat", "1", "-q", *args)
+    assert out.returncode == 0, out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        assert [r.status for r in store.runs(e.id)] == ["ok"] * runs
+        assert all(0 < v < VETH_CEILING for v in throughputs(store, e.id))
+        if example.startswith("seed001"):
+            streams = [
+                s.value
+                for r in store.runs(e.id)
+                for _, s in store.samples(r.id)
+                if s.metric == "streams"
+            ]
+            assert streams == [1, 4]
+    assert not [ns for ns in netns.list_names() if ns.startswith(e.name + "-")]
+
+
+def test_results_list_and_show(tmp_path: Path, lab_name: str) -> None:
+    exp = load_experiment_text(
+        f"name: {lab_name}\ntopology: {{kind: pair}}\n"
+        "measure: [{command: {node: n1, cmd: 'echo value 7 ms', metrics: true}}]\n"
+    )
+    db = tmp_path / "r.db"
+    with ResultStore(db) as store:
+        outcome = run_experiment(exp, store)
+    listed = netrig_cli("results", "list", "--db", str(db))
+    assert listed.returncode == 0 and lab_name in listed.stdout and "1 ok" in listed.stdout
+    shown = netrig_cli("results", "show", lab_name, "--db", str(db))
+    assert shown.returncode == 0 and f"r{outcome.run_ids[0]}" in shown.stdout
+    assert "command value (ms)" in shown.stdout
+    run = netrig_cli("results", "show", f"r{outcome.run_ids[0]}", "--db", str(db))
+    assert run.returncode == 0 and "value 7 ms" in run.stdout
+    missing = netrig_cli("results", "show", "nope", "--db", str(db))
+    assert missing.returncode == 2 and "no experiment 'nope'" in missing.stderr
+    exported = netrig_cli(
+        "results", "export", "--format", "json", "--db", str(db), "-o", str(tmp_path / "out.json")
+    )
+    assert exported.returncode == 0 and (tmp_path / "out.json").stat().st_size > 0
+    assert os.path.exists(db)
