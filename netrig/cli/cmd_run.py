@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import sys
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -23,7 +25,6 @@ from netrig.results.store import ResultStore, StoreError
 from netrig.spec.experiment import Experiment
 
 EXIT_INTERRUPTED = 130
-WIDE = 140  # columns of the summary table when stdout is a file or a pipe
 
 
 @cli.command("run")
@@ -167,21 +168,25 @@ def print_summary(
 ) -> None:
     """The per-point table: N, median, min, max, stddev; failed runs counted, never as 0."""
     rows = summary.summarize(store, experiment_id, all_metrics)
-    table = Table(title=title, title_justify="left")
-    table.add_column("point", min_width=5)
+    several = len({r.measurement for r in rows if r.measurement}) > 1
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("point", no_wrap=True)
     table.add_column("metric", no_wrap=True)
     for column in ("N", "failed", "median", "min", "max", "stddev"):
         table.add_column(column, justify="right", no_wrap=True)
+    reference: dict[tuple[str, str], float] = {}
+    for row in rows:  # one scale per metric, so every point reads in the same unit
+        if row.median is not None:
+            reference.setdefault((row.measurement, row.metric), row.median)
     previous = None
     for row in rows:
-        if previous is not None and row.label != previous:
-            table.add_section()
         label, previous = ("" if row.label == previous else row.label), row.label
-        factor, unit = summary.scale(row.unit, row.median)
+        factor, unit = summary.scale(row.unit, reference.get((row.measurement, row.metric)))
         failed = str(row.failed) if row.failed else ""
         if row.interrupted:
             failed += f" +{row.interrupted} interrupted"
-        metric = f"{row.measurement} {row.metric}" + (f" ({unit})" if unit else "")
+        metric = f"{row.measurement} {row.metric}" if several else row.metric
+        metric += f" ({unit})" if unit else ""
         table.add_row(
             label,
             metric.strip() or "(no data)",
@@ -193,7 +198,16 @@ def print_summary(
             summary.fmt(row.stddev, factor),
             style="red" if row.n == 0 else None,
         )
-    out = console if console.is_terminal else Console(highlight=False, width=WIDE)
+    # never squeeze a column away: a table wider than the terminal wraps instead
+    probe = Console(file=io.StringIO(), width=1000, highlight=False)
+    probe.print(table)
+    lines = probe.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    needed = max(len(line.rstrip()) for line in lines) + 2  # the last column's padding
+    out = console
+    if needed > console.width:
+        out = Console(
+            file=console.file, width=needed, highlight=False, force_terminal=console.is_terminal
+        )
     out.print(table)
     reasons: dict[str, int] = {}
     for run in store.runs(experiment_id):

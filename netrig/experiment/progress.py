@@ -1,7 +1,8 @@
 """The progress bar of `netrig run`: runs done / total, the current sweep point, ETA.
 
 Drawn on stderr with rich, so stdout carries only the summary table; a failed run gets a
-line of its own above the bar, with its reason.
+line of its own above the bar, with its reason. When stderr is not a terminal (a log file,
+CI), there is no bar: each finished run is one plain line instead.
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ class RichReporter:
         self.quiet = quiet
         self.progress: Progress | None = None
         self.task: TaskID | None = None
+        self.total = 0
+        self.done = 0
 
     def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None:
         if stored:
             self.note(f"resuming {exp.name}: {stored} runs stored before, {len(runs)} to go")
-        if self.quiet or not runs:
+        self.total, self.done = len(runs), 0
+        if self.quiet or not runs or not self.console.is_terminal:
             return
         self.progress = Progress(
             SpinnerColumn(),
@@ -64,11 +68,14 @@ class RichReporter:
         self.progress.update(self.task, description=f"{exp.name}{label} · {what}")
 
     def run_ended(self, exp: Experiment, run: PlannedRun, status: str, reason: str | None) -> None:
+        self.done += 1
+        point = exp.points[run.point]
+        kind = "warm-up" if run.warmup else "run"
+        where = f"{point.label} " if exp.vary else ""
         if status != "ok":
-            point = exp.points[run.point]
-            kind = "warm-up" if run.warmup else "run"
-            where = f"{point.label} " if exp.vary else ""
             self.note(f"[red]✘[/] {kind} {where}rep {run.repetition} {status}: {reason}")
+        elif self.progress is None and not self.quiet:
+            self.note(f"[{self.done}/{self.total}] {kind} {where}rep {run.repetition}: ok")
         if self.progress is not None and self.task is not None:
             self.progress.advance(self.task)
 

@@ -17,6 +17,7 @@ continues the newest unfinished experiment of the same file (same hash) where it
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Protocol
 
 from netrig import measure
 from netrig.experiment.interrupt import StopSignal
-from netrig.lab.build import BadInput, LabError
+from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.lab import Lab
 from netrig.lab.ledger import Ledger
 from netrig.plan.runs import PlannedRun, plan_runs, remaining
@@ -135,6 +136,10 @@ def run_experiment(
     """Run every planned run not stored yet; see the module docstring."""
     say = reporter or Silent()
     check_tools(exp)
+    own_ledger = ledger is None
+    ledger = ledger or _ledger()
+    for plan in {p.plan.name: p.plan for p in exp.points}.values():
+        preflight(plan, ledger)  # root, and lab names free: refuse before anything is stored
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
     index = {point_key(p.values): i for i, p in enumerate(exp.points)}
     with StopSignal() as stop:  # from here on a signal is a clean stop
@@ -157,6 +162,8 @@ def run_experiment(
             outcome.status = _final_status(store, eid, outcome)
             store.finish_experiment(eid, outcome.status)  # type: ignore[arg-type]
             say.end()
+            if own_ledger:
+                ledger.close()
     return outcome
 
 
@@ -165,6 +172,12 @@ def _final_status(store: ResultStore, eid: int, outcome: Outcome) -> str:
         return "interrupted"
     # an interrupted run that a resume ran again does not make the experiment unfinished
     return "failed" if any(r.status == "failed" for r in store.runs(eid)) else "ok"
+
+
+def _ledger() -> Ledger:
+    if os.geteuid() != 0:
+        raise BadInput("netrig must run as root to create network namespaces")
+    return Ledger()
 
 
 class _Session:
@@ -176,7 +189,7 @@ class _Session:
         store: ResultStore,
         say: Reporter,
         outcome: Outcome,
-        ledger: Ledger | None,
+        ledger: Ledger,
     ) -> None:
         self.exp, self.store, self.say, self.outcome = exp, store, say, outcome
         self.ledger = ledger
@@ -195,6 +208,7 @@ class _Session:
                 lab_problem = self._lab_for(point)
                 if stop.requested:
                     break
+                started = datetime.now(UTC)  # a run's time is its measurements', not the lab's
                 if lab_problem:
                     result = RunResult("failed", {}, {}, lab_problem)
                 else:
@@ -202,7 +216,9 @@ class _Session:
                         result = self._measure(point)
             except KeyboardInterrupt:
                 result = RunResult("interrupted", {}, {}, f"interrupted by {stop.name or 'SIGINT'}")
-            if stop.requested and result.status != "interrupted":
+            if stop.requested and result.status == "failed":
+                # the signal may have reached the tool too (Ctrl-C goes to the whole terminal
+                # process group): a failure now is not the network's
                 result = RunResult(
                     "interrupted", result.samples, result.outputs, f"interrupted by {stop.name}"
                 )
@@ -227,7 +243,7 @@ class _Session:
             return None
         self._down()
         t0 = time.perf_counter()
-        lab = Lab(point.plan, self.ledger) if self.ledger else Lab(point.plan)
+        lab = Lab(point.plan, self.ledger)
         where = f" for {point.label}" if point.values else ""
         self.say.note(f"[dim]building lab {lab.name} ({len(point.plan.nodes)} nodes){where}[/]")
         try:

@@ -16,11 +16,13 @@ Adding a tool means adding one module here whose class is decorated with @regist
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import os
 import pkgutil
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -214,6 +216,32 @@ def end_process(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def end_group(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
+    """End a process started with start_new_session and everything in its process group
+    (a shell and the tool it runs), by the group id, which is the PID we started."""
+    if proc.poll() is None or _group_alive(proc.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            proc.poll()
+            time.sleep(0.01)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def wait_all(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> bool:

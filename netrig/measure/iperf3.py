@@ -11,7 +11,8 @@ exits 0 on many failures. The result is the receiver's view (`throughput`, bit/s
 With `per_alias`, the link between client and server must carry `aliases:`; each alias
 address of the server gets its own server (own port), and the client's alias of the same
 rank connects to it, all at once. `throughput` is their sum; each alias is also stored
-with its server address as the stream.
+with its server address as the stream; `throughput_wall` is what they carried together
+over the wall-clock span (see _alias_samples).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from netrig.measure import (
     MeasureOptions,
     Path,
     Result,
+    end_group,
     end_process,
     family_of,
     in_namespace,
@@ -54,6 +56,18 @@ if TYPE_CHECKING:
 
 LISTEN_TIMEOUT = 5.0  # seconds a server may take to listen
 STARTUP_SLACK = 10.0  # timeout beyond the test's own duration
+PER_ALIAS_SLACK = 0.25  # more timeout per alias stream (per_alias)
+LAUNCH_LEAD, LAUNCH_EACH = 0.3, 0.01  # seconds to launch every alias client before the start
+# sleep until the common start, run iperf3, then print when it exited (wall clock, ns)
+SYNCED = 'sleep "$1"; shift; "$@"; status=$?; date +%s.%N >&2; exit $status'
+SUMMED = (
+    "throughput",
+    "sender_throughput",
+    "retransmits",
+    "throughput_reverse",
+    "lost_packets",
+    "packets",
+)  # per_alias: totals over the aliases
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -116,7 +130,13 @@ class Iperf3(Measurement):
     name = "iperf3"
     summary = "TCP/UDP throughput (iperf3 --json), optionally one stream per IP alias"
     Options = Iperf3Options
-    summary_metrics = ("throughput", "throughput_reverse", "retransmits", "loss_percent")
+    summary_metrics = (
+        "throughput",
+        "throughput_wall",
+        "start_spread",
+        "throughput_reverse",
+        "loss_percent",
+    )
 
     def tools(self, options: Any) -> dict[str, str]:
         return {"iperf3": "iperf3"}
@@ -318,36 +338,45 @@ def _end_servers(servers: list[_Server], grace: float = 0.0) -> None:
 
 
 def _run_per_alias(lab: Lab, o: Iperf3Options, timeout: float) -> list[Sample]:
+    """All alias streams at once: every client sleeps until one common instant, so starting
+    hundreds of processes does not stagger the streams (a process started while earlier
+    streams saturate the CPUs waits its turn); each records when it ended."""
     pairs = alias_pairs(lab.plan, o.client, o.server, o.family)
-    deadline = time.monotonic() + timeout + 0.02 * len(pairs)
+    # hundreds of client/server pairs share the CPUs: each handshake and final exchange of
+    # results waits its turn, so the derived timeout grows with the number of aliases
+    extra = PER_ALIAS_SLACK * len(pairs) if o.timeout is None else 0.0
+    deadline = time.monotonic() + timeout + extra
     servers = _start_servers(lab, o, [(srv, o.port + i) for i, (_, srv) in enumerate(pairs)])
     clients: list[tuple[subprocess.Popen[Any], Any, Any]] = []
     try:
         _wait_listening(lab, o, servers, deadline)
+        go = time.time() + LAUNCH_LEAD + LAUNCH_EACH * len(pairs)  # the common start
         for i, (cli, srv) in enumerate(pairs):
             out, err = spool(), spool()
-            label = f"{lab.name}/{o.client}/iperf3-client/{o.port + i}"
+            argv = client_argv(o, srv, o.port + i, bind=cli)
+            wait = f"{max(go - time.time(), 0.0):.3f}"
             proc = lab.popen(
                 o.client,
-                client_argv(o, srv, o.port + i, bind=cli),
-                label=label,
+                ["sh", "-c", SYNCED, "sh", wait, *argv],
+                label=f"{lab.name}/{o.client}/iperf3-client/{o.port + i}",
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: ended with its iperf3
             )
             clients.append((proc, out, err))
-        if not wait_all([c[0] for c in clients], deadline):
+        if not wait_all([c[0] for c in clients], deadline + LAUNCH_LEAD):
             raise MeasurementFailed(
-                f"iperf3 clients did not finish within {timeout:g} s ({len(pairs)} aliases)",
+                f"iperf3 clients did not finish within {timeout + extra:g} s ({len(pairs)} aliases)",
                 stderr=_server_errors(servers),
             )
         outputs = [(read_spool(out), read_spool(err)) for _, out, err in clients]
-        samples = _alias_samples(pairs, outputs, servers, o.interval)
+        samples = _alias_samples(pairs, outputs, servers)
         _end_servers(servers, grace=0.5)
         return samples
     finally:
         for proc, out, err in clients:
-            end_process(proc)
+            end_group(proc)
             out.close()
             err.close()
         _end_servers(servers)
@@ -357,15 +386,26 @@ def _alias_samples(
     pairs: list[tuple[str, str]],
     outputs: list[tuple[str, str]],
     servers: list[_Server],
-    interval: float,
 ) -> list[Sample]:
-    """Sum of the aliases' receiver throughput, each alias as a stream, summed intervals.
+    """Per alias: its samples, labelled with the server alias. Over all aliases:
 
-    Each client times its intervals from its own start, so interval starts are matched by
-    their rank (t / interval), not by equal floats.
+    - `throughput`: the sum of the streams' receiver rates (the seed's method);
+    - `throughput_wall`: all bits received over the wall-clock span from the first stream's
+      start to the last one's end. Streams that start one after another (hundreds of
+      clients on a few CPUs) do not all run at once, and then the sum overstates what the
+      link carried together; `start_spread` says how far apart the starts were.
+    A stream's transfer is taken as the `duration` it measured, ending when it exited.
     """
-    results, failures, partial = [], [], []
+    results, failures, partial, ended = [], [], [], []
     for (_, srv), (stdout, stderr) in zip(pairs, outputs, strict=True):
+        lines = stderr.rstrip().splitlines()
+        try:
+            ended.append(float(lines[-1]))  # SYNCED's last word: when iperf3 exited
+            stderr = "\n".join(lines[:-1])
+        except (IndexError, ValueError):
+            failures.append(f"{srv}: the client did not run to its end")
+            partial.append(stderr)
+            continue
         try:
             results.append((srv, parse_iperf3(stdout, stderr)))
         except MeasurementFailed as exc:
@@ -380,31 +420,19 @@ def _alias_samples(
     samples = [Sample("streams", len(results), "streams")]
     totals: dict[str, float] = defaultdict(float)
     units: dict[str, str] = {}
-    per_t: dict[int, float] = defaultdict(float)
-    counts: dict[int, int] = defaultdict(int)
     for srv, result in results:
         for s in result.samples:
-            if s.t is None and s.stream is None:
-                if s.metric in (
-                    "throughput",
-                    "sender_throughput",
-                    "retransmits",
-                    "throughput_reverse",
-                    "lost_packets",
-                    "packets",
-                ):
-                    totals[s.metric] += s.value
-                    units[s.metric] = s.unit
-                samples.append(Sample(s.metric, s.value, s.unit, None, srv))
-            elif s.stream is None and s.metric == "throughput" and s.t is not None and interval:
-                rank = round(s.t / interval)
-                per_t[rank] += s.value
-                counts[rank] += 1
+            if s.stream is not None:
+                continue  # parallel streams inside one alias's client: kept in its totals
+            if s.t is None and s.metric in SUMMED:
+                totals[s.metric] += s.value
+                units[s.metric] = s.unit
+            samples.append(Sample(s.metric, s.value, s.unit, s.t, srv))
     samples += [Sample(m, v, units[m]) for m, v in totals.items()]
-    # an interval counts only when every alias reported it
-    samples += [
-        Sample("throughput", v, "bit/s", rank * interval)
-        for rank, v in sorted(per_t.items())
-        if counts[rank] == len(results)
-    ]
+    starts = [end - r.duration for end, (_, r) in zip(ended, results, strict=True)]
+    span = max(ended) - min(starts)
+    bits = sum(r.throughput * r.duration for _, r in results)
+    if span > 0:
+        samples.append(Sample("throughput_wall", bits / span, "bit/s"))
+    samples.append(Sample("start_spread", max(starts) - min(starts), "s"))
     return samples

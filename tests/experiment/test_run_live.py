@@ -324,7 +324,7 @@ def test_the_issue_example_runs_as_written(tmp_path: Path) -> None:
         (e,) = store.experiments()
         assert e.name == "pair-iperf3" and [r.status for r in store.runs(e.id)] == ["ok"] * 3
         assert all(0 < v < VETH_CEILING for v in throughputs(store, e.id))
-    assert "iperf3 throughput (Gbit/s)" in out.stdout and "3 runs stored" in out.stderr
+    assert "throughput (Gbit/s)" in out.stdout and "3 runs stored" in out.stderr
 
 
 @requires_tool("iperf3")
@@ -372,7 +372,7 @@ def test_results_list_and_show(tmp_path: Path, lab_name: str) -> None:
     assert listed.returncode == 0 and lab_name in listed.stdout and "1 ok" in listed.stdout
     shown = netrig_cli("results", "show", lab_name, "--db", str(db))
     assert shown.returncode == 0 and f"r{outcome.run_ids[0]}" in shown.stdout
-    assert "command value (ms)" in shown.stdout
+    assert "value (ms)" in shown.stdout and "exit_code" in shown.stdout
     run = netrig_cli("results", "show", f"r{outcome.run_ids[0]}", "--db", str(db))
     assert run.returncode == 0 and "value 7 ms" in run.stdout
     missing = netrig_cli("results", "show", "nope", "--db", str(db))
@@ -382,3 +382,43 @@ def test_results_list_and_show(tmp_path: Path, lab_name: str) -> None:
     )
     assert exported.returncode == 0 and (tmp_path / "out.json").stat().st_size > 0
     assert os.path.exists(db)
+
+
+def test_a_lab_name_in_use_is_refused_before_anything_is_stored(
+    tmp_path: Path, lab_name: str
+) -> None:
+    from netrig.lab.lab import Lab
+
+    busy = Lab.from_spec({"name": lab_name, "topology": {"kind": "pair"}})
+    busy.up(check_reachability=False)
+    try:
+        exp = load_experiment_text(
+            f"name: {lab_name}\ntopology: {{kind: pair}}\n"
+            "measure: [{command: {node: n1, cmd: 'true'}}]\n"
+        )
+        with ResultStore(tmp_path / "r.db") as store:
+            with pytest.raises(LabError, match="already up"):
+                run_experiment(exp, store)
+            assert store.experiments() == []
+        assert busy.exists()  # the other lab is untouched
+    finally:
+        busy.down()
+
+
+def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "never.db"
+    out = netrig_cli(
+        "run",
+        str(EXAMPLES / "seed000-static.yaml"),
+        "--dry-run",
+        "--db",
+        str(db),
+        "--set",
+        "hops=[1,8]",
+        "--repeat",
+        "2",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "2 sweep points × 2 (interleaved" in out.stdout
+    assert "4 runs (4 stored), 1 lab builds; tools: iperf3" in out.stdout
+    assert not db.exists()

@@ -171,3 +171,35 @@ def test_command_metrics_from_stdout() -> None:
         ("rate", 2e9, "bit/s"),
     ]
     assert parse_metrics("no numbers") == []
+
+
+def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # type: ignore[no-untyped-def]
+    from netrig.measure.iperf3 import _alias_samples
+    from netrig.measure.parse_iperf3 import parse_iperf3
+
+    stdout, _ = recorded("iperf3", "tcp")
+    one = parse_iperf3(stdout)
+    pairs = [("c1", "s1"), ("c2", "s2")]
+    # the second stream ended 2 s after the first: they overlapped only partly
+    outputs = [(stdout, "1000.0\n"), (stdout, "warning: x\n1002.0\n")]
+    samples = _alias_samples(pairs, outputs, [])
+    total = {s.metric: s.value for s in samples if s.stream is None and s.t is None}
+    assert total["streams"] == 2
+    assert total["throughput"] == pytest.approx(2 * one.throughput)
+    span = 2.0 + one.duration
+    assert total["throughput_wall"] == pytest.approx(2 * one.throughput * one.duration / span)
+    assert total["start_spread"] == pytest.approx(2.0)
+    per = [s for s in samples if s.stream == "s2" and s.metric == "throughput"]
+    assert any(s.t is None for s in per) and any(s.t is not None for s in per)
+
+
+def test_per_alias_fails_when_a_stream_did_not_end(recorded) -> None:  # type: ignore[no-untyped-def]
+    from netrig.measure.iperf3 import _alias_samples
+    from netrig.results.sample import MeasurementFailed
+
+    stdout, _ = recorded("iperf3", "tcp")
+    refused, _ = recorded("iperf3", "error-refused")
+    with pytest.raises(MeasurementFailed, match="1 of 2 alias streams failed: s2"):
+        _alias_samples([("c1", "s1"), ("c2", "s2")], [(stdout, "5.0\n"), (refused, "6.0\n")], [])
+    with pytest.raises(MeasurementFailed, match="did not run to its end"):
+        _alias_samples([("c1", "s1")], [(stdout, "")], [])

@@ -1,0 +1,62 @@
+"""The end-of-run table: statistics per sweep point; failures counted, never averaged in."""
+
+from __future__ import annotations
+
+import statistics
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from netrig.experiment.summary import fmt, headline_metrics, scale, summarize
+from netrig.results import ResultStore, Sample
+
+
+def test_statistics_per_point_with_failed_runs_counted_apart(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    with ResultStore(tmp_path / "s.db") as store:
+        eid = store.begin_experiment("sum", "text", {})
+        values = {1: [10e9, 12e9, 11e9], 8: [5e9]}
+        for hops, series in values.items():
+            for rep, v in enumerate(series, start=1):
+                samples = [
+                    Sample("throughput", v, "bit/s"),
+                    Sample("cpu_client", 50, "%"),
+                    Sample("throughput", 1.0, "bit/s", t=0.0),
+                    Sample("throughput", 2.0, "bit/s", stream="1"),
+                ]
+                store.record_run(
+                    eid, {"hops": hops}, rep, "ok", {"iperf3": samples}, started=now, ended=now
+                )
+        store.record_run(eid, {"hops": 8}, 2, "failed", {}, "iperf3: no route")
+        store.record_run(eid, {"hops": 8}, 3, "interrupted", {}, "SIGINT")
+        store.record_run(eid, {"hops": 20}, 1, "failed", {}, "no lab")
+        rows = summarize(store, eid)
+        assert [(r.label, r.metric) for r in rows] == [
+            ("hops=1", "throughput"),
+            ("hops=8", "throughput"),
+            ("hops=20", "throughput"),
+        ]
+        one, eight, twenty = rows
+        assert (one.n, one.failed, one.median, one.minimum, one.maximum) == (3, 0, 11e9, 10e9, 12e9)
+        assert one.stddev == pytest.approx(statistics.stdev([10e9, 12e9, 11e9]))
+        assert (eight.n, eight.failed, eight.interrupted, eight.median, eight.stddev) == (
+            1,
+            1,
+            1,
+            5e9,
+            None,
+        )
+        assert (twenty.n, twenty.failed, twenty.median) == (0, 1, None)  # never a zero
+        every = {r.metric for r in summarize(store, eid, all_metrics=True)}
+        assert every == {"throughput", "cpu_client"}  # intervals and streams stay out
+
+
+def test_headline_metrics_and_units() -> None:
+    assert "throughput" in (headline_metrics("iperf3") or ())
+    assert headline_metrics("iperf3-2") == headline_metrics("iperf3")
+    assert headline_metrics("my-own-name") is None and headline_metrics("command") is None
+    assert scale("bit/s", 9.4e9) == (1e9, "Gbit/s")
+    assert scale("bit/s", 3e6) == (1e6, "Mbit/s")
+    assert scale("ms", 0.05) == (1.0, "ms")
+    assert fmt(None) == "-" and fmt(9.4e9, 1e9) == "9.4"
