@@ -27,6 +27,23 @@ from netrig.spec.experiment import Experiment
 EXIT_INTERRUPTED = 130
 
 
+def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--measurements: every plugin's options, from its model (so it cannot go stale)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from netrig import measure
+
+    for name, cls in sorted(measure.load_plugins().items()):
+        table = Table(title=f"{name}: {cls.summary}", title_justify="left", box=box.SIMPLE_HEAD)
+        for column in ("option", "default", "meaning"):
+            table.add_column(column)
+        for key, field in cls.Options.model_fields.items():
+            default = "required" if field.is_required() else repr(field.default)
+            table.add_row(key, default, field.description or "")
+        console.print(table)
+    ctx.exit(0)
+
+
 @cli.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
@@ -62,6 +79,14 @@ EXIT_INTERRUPTED = 130
     help="Validate every sweep point and print the plan of runs; create nothing.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only the summary table.")
+@click.option(
+    "--measurements",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=_list_measurements,
+    help="List the measurements and their options.",
+)
 @reports_errors
 def run(
     file: str,
@@ -79,6 +104,10 @@ def run(
     (sequential | interleaved), `warmup:` and `cooldown:`. Every combination of
     the `vary:` values × `repeat` is one run. The whole file is validated, for
     every sweep point, before anything is created.
+
+    Parameters go anywhere in the file as {expr}: arithmetic (+ - * / // %)
+    on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
+    iperf3, ping, command (--measurements lists their options).
 
     Ctrl-C stops the current run cleanly: the lab is removed, finished runs are
     kept, the interrupted run is stored as interrupted; `--resume` continues.

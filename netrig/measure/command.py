@@ -67,8 +67,9 @@ class Command(Measurement):
     summary_metrics = ()  # every number it reports: exit_code, duration, and its own metrics
 
     def tools(self, options: Any) -> dict[str, str]:
+        """The shell, or the program of an argv list (its package is unknown: no name)."""
         program = options.argv()[0]
-        return {program: "coreutils"} if program == "sh" else {}
+        return {program: "dash" if program == "sh" else ""}
 
     def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
         return node_problems(plan, [(("node",), options.node)])

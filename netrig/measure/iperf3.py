@@ -87,7 +87,7 @@ Size = Annotated[int, BeforeValidator(_size), Field(ge=1024, le=1 << 30)]
 class Iperf3Options(MeasureOptions):
     client: NodeName = Field(description="node that runs `iperf3 -c` (sends, unless reverse)")
     server: NodeName = Field(description="node that runs `iperf3 -s`")
-    protocol: Literal["tcp", "udp"] = "tcp"
+    protocol: Literal["tcp", "udp"] = Field("tcp", description="tcp or udp (-u)")
     duration: int = Field(10, ge=1, le=86400, description="seconds of traffic (-t)")
     parallel: int = Field(1, ge=1, le=128, description="parallel streams (-P)")
     reverse: bool = Field(False, description="the server sends (-R)")
@@ -102,11 +102,11 @@ class Iperf3Options(MeasureOptions):
     congestion: str | None = Field(
         None, pattern=r"^[a-z0-9_]+$", description="TCP congestion control (-C)"
     )
-    family: Literal[4, 6] = 4
+    family: Literal[4, 6] = Field(4, description="IPv4 or IPv6 addresses")
     address: AddressChoice = Field(
         "auto", description="server address: loopback, link (shared with the client), auto"
     )
-    port: int = Field(5201, ge=1024, le=65535)
+    port: int = Field(5201, ge=1024, le=65535, description="server port (per_alias: first)")
     per_alias: bool = Field(False, description="one server and one client per IP alias of the link")
     connect_timeout: Seconds = Field(3.0, description="give up connecting after this long")
 

@@ -58,7 +58,7 @@ class PingOptions(MeasureOptions):
     count: int = Field(5, ge=1, le=100000, description="echo requests per pair")
     interval: Seconds = Field(0.2, description="seconds between requests of a pair")
     size: int | None = Field(None, ge=0, le=65000, description="payload bytes")
-    family: Literal[4, 6] = 4
+    family: Literal[4, 6] = Field(4, description="IPv4 or IPv6 addresses")
     address: AddressChoice = Field(
         "auto", description="target address: loopback, link (shared with the source), auto"
     )

@@ -203,3 +203,13 @@ def test_per_alias_fails_when_a_stream_did_not_end(recorded) -> None:  # type: i
         _alias_samples([("c1", "s1"), ("c2", "s2")], [(stdout, "5.0\n"), (refused, "6.0\n")], [])
     with pytest.raises(MeasurementFailed, match="did not run to its end"):
         _alias_samples([("c1", "s1")], [(stdout, "")], [])
+
+
+def test_command_tools_are_its_shell_or_its_program() -> None:
+    command = measure.get("command")
+    assert command.tools(command.Options.model_validate({"node": "n1", "cmd": "ls | wc"})) == {
+        "sh": "dash"
+    }
+    argv = command.Options.model_validate({"node": "n1", "cmd": ["no-such-tool-x", "-v"]})
+    assert command.tools(argv) == {"no-such-tool-x": ""}
+    assert measure.missing_tools(command.tools(argv)) == {"no-such-tool-x": ""}
