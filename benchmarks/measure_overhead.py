@@ -19,6 +19,7 @@ Absolute times depend on the machine; nothing here asserts them.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import statistics
@@ -190,7 +191,7 @@ def big_lab(nodes: int, runs: int, duration: int, workdir: str) -> None:
     db = str(Path(workdir, "big.db"))
     wall, _, spans = netrig_run(str(path), db)
     in_runs = spans[-1][1] - spans[0][0]
-    cycle = [b[0] - a[0] for a, b in zip(spans, spans[1:], strict=False)]
+    cycle = [b[0] - a[0] for a, b in itertools.pairwise(spans)]
     per_run = [c - duration for c in cycle] or [spans[0][1] - spans[0][0] - duration]
     once = wall - in_runs
     amortized = (wall - runs * duration) / runs
