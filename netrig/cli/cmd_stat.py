@@ -45,6 +45,14 @@ itself crashes (plotting inf or nan values, -w 1) this says why and exits 2.
 \b
 Example:
   netrig stat -c 99 before.txt after.txt
+
+\b
+On a stored experiment (netrig run), one ministat block per sweep point:
+  netrig stat --experiment NAME|ID[:PARAM=VALUE,...] [--by PARAM]
+              [--metric M] [--intervals] [-A] [-n] [-s] [-c level] [-w width]
+              [--db PATH]
+--by PARAM compares PARAM's values in one block per combination of the other
+parameters (the first value is the reference, like ministat's first file).
 """
 
 
@@ -303,6 +311,31 @@ def run(
     return 0
 
 
+def stored_mode(argv: Sequence[str], posixly_correct: bool = False) -> bool:
+    """Does this command line ask for a stored experiment (--experiment)?
+
+    Only where ministat would read --experiment as an option, which it rejects: not after
+    "--", not as the argument of -C/-c/-d/-w, not after an operand under POSIXLY_CORRECT.
+    So every command line ministat accepts keeps its meaning and its bytes.
+    """
+    wants_argument = False
+    for arg in argv:
+        if wants_argument:
+            wants_argument = False
+        elif arg == "--":
+            return False
+        elif arg == "--experiment" or arg.startswith("--experiment="):
+            return True
+        elif arg.startswith("-") and arg != "-":
+            for i, c in enumerate(arg[1:], start=1):
+                if c in "Ccdw":  # the options of OPTSTRING that take an argument
+                    wants_argument = i == len(arg) - 1
+                    break
+        elif posixly_correct:
+            return False
+    return False
+
+
 class _RawArgsCommand(click.Command):
     """A click command that leaves its arguments alone: ministat's getopt parses them."""
 
@@ -327,6 +360,10 @@ class _RawArgsCommand(click.Command):
 )
 @click.pass_context
 def stat_command(ctx: click.Context, argv: list[str]) -> None:
+    if stored_mode(argv, "POSIXLY_CORRECT" in os.environ):
+        from netrig.cli.cmd_compare import stat_stored_main
+
+        stat_stored_main(argv)  # exits
     stdout = sys.stdout.buffer
     code = run(
         [os.fsencode(a) for a in argv],

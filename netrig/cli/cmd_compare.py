@@ -1,0 +1,428 @@
+"""`netrig compare A B` and `netrig stat --experiment`: ministat on stored runs, and more.
+
+Both read the results store through netrig.stats.stored and print ministat's own block
+(netrig.stats.ministat, so the bytes are what ministat prints for the same numbers);
+compare adds what ministat lacks (netrig.report.verdicts). `netrig stat` routes here
+when its command line has --experiment, so that its ministat mode stays byte-exact.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from netrig.cli import cli
+from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
+
+CONFIDENCE_LEVELS = [f"{p:g}" for p in STUDENT_PCT]  # the levels ministat's table has
+
+
+class CommandError(Exception):
+    """Stop with a message on stderr and an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@contextmanager
+def reported_errors() -> Iterator[None]:
+    """Store and selection errors become one line on stderr and the documented exit code."""
+    from netrig.results.store import StoreError
+    from netrig.stats.stored import SelectionError
+
+    try:
+        yield
+    except SelectionError as exc:
+        _die(str(exc), EXIT_BAD_INPUT)
+    except CommandError as exc:
+        _die(str(exc), exc.code)
+    except StoreError as exc:
+        _die(str(exc), EXIT_FAILURE)
+
+
+def _die(message: str, code: int) -> None:
+    click.echo(f"netrig: {message}", err=True)
+    sys.exit(code)
+
+
+def open_store(db: str) -> Any:
+    """The results store at `db`; a missing file is a mistake, not a new empty database."""
+    from netrig.results.store import ResultStore
+
+    if db != ":memory:" and not os.path.exists(db):
+        raise CommandError(f"no results database at {db} (netrig run writes one; choose with --db)")
+    return ResultStore(db)
+
+
+def parse_detect(text: str) -> float:
+    """`2%` or `2` → 0.02: the relative difference --detect asks about."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*", text)
+    if m is None or float(m.group(1)) <= 0:
+        raise click.BadParameter(f"{text!r}: give a percentage such as 2%")
+    return float(m.group(1)) / 100
+
+
+DB_OPTION = click.option(
+    "--db",
+    default="netrig.db",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Results database (SQLite).",
+)
+METRIC_OPTION = click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="METRIC",
+    help="Metric to use (throughput, or iperf3-2.throughput for one measurement). "
+    "Repeatable; default: the headline metrics of each measurement.",
+)
+INTERVALS_OPTION = click.option(
+    "--intervals",
+    is_flag=True,
+    help="Use the per-interval samples (t set) instead of each run's summary value. "
+    "Without it, a metric that has only interval samples (ping's rtt) uses those.",
+)
+
+
+# -- netrig compare ---------------------------------------------------------------------------
+
+
+@cli.command("compare")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@METRIC_OPTION
+@click.option(
+    "--confidence",
+    type=click.Choice(CONFIDENCE_LEVELS),
+    default="95",
+    show_default=True,
+    help="Confidence level in percent (the levels ministat knows).",
+)
+@click.option(
+    "--detect",
+    default="2%",
+    show_default=True,
+    metavar="PCT",
+    help="Warn when the runs are too few to detect a relative difference of this size.",
+)
+@click.option("-w", "--width", type=click.IntRange(10), help="Width of ministat's plot.")
+@INTERVALS_OPTION
+@DB_OPTION
+def compare_command(
+    a: str,
+    b: str,
+    metrics: tuple[str, ...],
+    confidence: str,
+    detect: str,
+    width: int | None,
+    intervals: bool,
+    db: str,
+) -> None:
+    """Is B different from A? ministat's verdict on stored runs, and what ministat lacks.
+
+    A and B are an experiment (id or name: the newest of that name) with optional
+    sweep-point filters, EXPERIMENT:PARAM=VALUE[,PARAM=VALUE], or filters alone
+    (PARAM=VALUE), which take the other side's experiment or the newest one:
+
+    \b
+      netrig compare 3 4                     # two experiments, e.g. before/after
+      netrig compare ring:hops=1 ring:hops=8 # two sweep points of one experiment
+      netrig compare hops=1 hops=8 --metric throughput
+
+    For each metric: ministat's block (A is x, B is +) with Student's t, then the
+    relative difference with its confidence interval (Fieller), Welch's t when an F
+    test finds the variances differ, the Mann-Whitney U test (no normality assumed:
+    latencies), and a warning when the runs per side are too few to detect a
+    --detect difference with 80% power. Only runs that succeeded give values;
+    failed runs are listed with their reasons.
+
+    Exit codes: 0 compared, 1 some metric had too few values on a side, 2 bad input.
+    """
+    from netrig.cli.cmd_stat import terminal_width
+
+    stdout = sys.stdout.buffer
+    with reported_errors():
+        relative = parse_detect(detect)
+        shown_width = width or terminal_width(stdout, os.environ)
+        with open_store(db) as store:
+            text, code = compare_text(
+                store,
+                a,
+                b,
+                metrics,
+                confidence=float(confidence) / 100,
+                detect=relative,
+                width=shown_width,
+                intervals=intervals,
+            )
+    stdout.write(text.encode())
+    stdout.flush()
+    sys.exit(code)
+
+
+def _sides(store: Any, a: str, b: str) -> tuple[Any, Any, Any, Any]:
+    """Selectors and loaded experiments of both sides (an experiment read once)."""
+    from netrig.stats.stored import load, parse_selector
+
+    sa, sb = parse_selector(a), parse_selector(b)
+    if sa.experiment is None or sb.experiment is None:
+        fallback = sa.experiment or sb.experiment
+        if fallback is None:
+            everything = store.experiments()
+            if not everything:
+                raise CommandError(f"{store.path} holds no experiment")
+            fallback = str(everything[-1].id)
+        sa = type(sa)(sa.experiment or fallback, sa.filters)
+        sb = type(sb)(sb.experiment or fallback, sb.filters)
+    da = load(store, sa.experiment)
+    db = da if sb.experiment == sa.experiment else load(store, sb.experiment)
+    return sa, sb, da, db
+
+
+def compare_text(
+    store: Any,
+    a: str,
+    b: str,
+    metric_names: Sequence[str] = (),
+    *,
+    confidence: float = 0.95,
+    detect: float | None = 0.02,
+    width: int = 74,
+    intervals: bool = False,
+) -> tuple[str, int]:
+    """The whole `netrig compare` output and its exit code."""
+    from netrig.report import verdicts
+    from netrig.stats.stored import collect, pooled, resolve_metrics, sample_kind
+
+    sa, sb, da, db = _sides(store, a, b)
+    if metric_names:
+        metrics = resolve_metrics(da, metric_names)
+        resolve_metrics(db, metric_names)  # B must have them too: SelectionError otherwise
+    else:
+        present_b = {(m.measurement, m.metric) for m in resolve_metrics(db)}
+        metrics = [m for m in resolve_metrics(da) if (m.measurement, m.metric) in present_b]
+        if not metrics:
+            raise CommandError(
+                f"{sa} and {sb} share no headline metric; name one with --metric", EXIT_BAD_INPUT
+            )
+    out: list[str] = []
+    code = EXIT_OK
+    names = (str(sa), str(sb)) if str(sa) != str(sb) else (f"A {sa}", f"B {sb}")
+    for metric in metrics:
+        kind = "intervals" if intervals else sample_kind(da, metric, "auto")
+        ga = collect(da, metric, filters=sa.filters, kind=kind)
+        gb = collect(db, metric, filters=sb.filters, kind=kind)
+        if out:
+            out.append("")
+        out.append(f"== {metric}" + (" per-interval samples" if kind == "intervals" else ""))
+        for symbol, selector, groups in (("x", sa, ga), ("+", sb, gb)):
+            out.extend(_side_notes(symbol, str(selector), groups))
+        va, vb = pooled(ga).array, pooled(gb).array
+        if min(len(va), len(vb)) < 2:
+            short = "x" if len(va) < 2 else "+"
+            out.append(
+                f"cannot compare: {short} has {min(len(va), len(vb))} value(s); at least 2 "
+                "per side are needed"
+            )
+            code = EXIT_FAILURE
+            continue
+        block = verdicts.ministat_block(names, va, vb, confidence, width)
+        if block is None:
+            out.append(
+                f"(ministat's block left out: it needs at least {verdicts.MINISTAT_MIN_VALUES} "
+                f"values per side, here {len(va)} and {len(vb)})"
+            )
+        else:
+            out.append(block.decode().rstrip("\n"))
+        out.extend(verdicts.beyond_ministat(verdicts.compare(va, vb, confidence, detect)))
+    return "\n".join(out) + "\n", code
+
+
+def _side_notes(symbol: str, selector: str, groups: Sequence[Any]) -> list[str]:
+    """What a side's values stand for, when not one plain sweep point: pooled points,
+    failed and interrupted runs (with reasons), or nothing at all."""
+    from netrig.stats.stored import failure_reasons
+
+    if not groups:
+        return [f"{symbol} {selector}: no run matches"]
+    failed = [run for g in groups for run in g.failed]
+    notes = []
+    if len(groups) > 1:
+        labels = "; ".join(g.label for g in groups)
+        notes.append(f"{symbol} {selector}: pooled from {len(groups)} sweep points ({labels})")
+    if failed:
+        reasons = "; ".join(
+            f"{reason}" + (f" (×{n})" if n > 1 else "") for reason, n in failure_reasons(failed)
+        )
+        notes.append(f"{symbol} {len(failed)} failed run(s), not counted: {reasons}")
+    interrupted = sum(g.interrupted for g in groups)
+    if interrupted:
+        notes.append(f"{symbol} {interrupted} interrupted run(s), not counted")
+    return notes
+
+
+# -- netrig stat --experiment -------------------------------------------------------------------
+
+
+@click.command(
+    "stat",
+    context_settings={"help_option_names": ["--help"]},
+    short_help="ministat per sweep point of a stored experiment.",
+)
+@click.option(
+    "--experiment",
+    "ref",
+    required=True,
+    metavar="EXPERIMENT",
+    help="Id or name, optionally with filters: ring:routing=ecmp.",
+)
+@click.option(
+    "--by",
+    "by",
+    metavar="PARAM",
+    help="One block per combination of the other parameters, comparing the values of PARAM.",
+)
+@METRIC_OPTION
+@INTERVALS_OPTION
+@click.option("-A", "suppress_plot", is_flag=True, help="Statistics only, no graph.")
+@click.option("-n", "summary_only", is_flag=True, help="Summary statistics only, no graph/test.")
+@click.option("-s", "separate_bars", is_flag=True, help="avg/median/stddev bars on separate lines.")
+@click.option(
+    "-c",
+    "confidence",
+    type=click.Choice(CONFIDENCE_LEVELS),
+    default="95",
+    help="Confidence level: 80, 90, 95 (default), 98, 99 or 99.5.",
+)
+@click.option("-w", "width", type=click.IntRange(10), help="Width of the graph.")
+@DB_OPTION
+def stat_stored_command(
+    ref: str,
+    by: str | None,
+    metrics: tuple[str, ...],
+    intervals: bool,
+    suppress_plot: bool,
+    summary_only: bool,
+    separate_bars: bool,
+    confidence: str,
+    width: int | None,
+    db: str,
+) -> None:
+    """ministat on a stored experiment: one block per sweep point, or with --by PARAM one
+    block per combination of the other parameters whose data sets are PARAM's values
+    (the first value is the reference, as ministat's first file)."""
+    from netrig.cli.cmd_stat import terminal_width
+
+    stdout = sys.stdout.buffer
+    with reported_errors(), open_store(db) as store:
+        text, code = stat_text(
+            store,
+            ref,
+            by=by,
+            metric_names=metrics,
+            intervals=intervals,
+            confidence=float(confidence) / 100,
+            width=width or terminal_width(stdout, os.environ),
+            suppress_plot=suppress_plot,
+            summary_only=summary_only,
+            separate_bars=separate_bars,
+        )
+    stdout.write(text.encode())
+    stdout.flush()
+    sys.exit(code)
+
+
+def stat_text(
+    store: Any,
+    ref: str,
+    *,
+    by: str | None = None,
+    metric_names: Sequence[str] = (),
+    intervals: bool = False,
+    confidence: float = 0.95,
+    width: int = 74,
+    suppress_plot: bool = False,
+    summary_only: bool = False,
+    separate_bars: bool = False,
+) -> tuple[str, int]:
+    """The whole `netrig stat --experiment` output and its exit code (1: nothing to show)."""
+    from netrig.report import verdicts
+    from netrig.stats.stored import (
+        collect,
+        failure_reasons,
+        load,
+        parse_selector,
+        point_label,
+        resolve_metrics,
+    )
+
+    selector = parse_selector(ref)
+    if selector.experiment is None:
+        raise CommandError(f"--experiment {ref!r}: name the experiment, e.g. 3 or ring:hops=5")
+    data = load(store, selector.experiment)
+    if by is not None:
+        data.check_params([by])
+    metrics = resolve_metrics(data, metric_names)
+    if not metrics:
+        raise CommandError(f"experiment {data.experiment.id} stored no samples", EXIT_FAILURE)
+    out: list[str] = []
+    shown = 0
+    for metric in metrics:
+        kind = "intervals" if intervals else "auto"
+        groups = collect(data, metric, filters=selector.filters, kind=kind)
+        # blocks: (title, [(data set name, group)])
+        blocks: dict[str, list[tuple[str, Any]]] = {}
+        for g in groups:
+            if by is None:
+                blocks[g.label] = [(g.label, g)]
+            else:
+                rest = tuple((k, v) for k, v in g.key if k != by)
+                name = f"{by}={g.value(by)}"
+                blocks.setdefault(point_label(rest) if rest else "", []).append((name, g))
+        for title, members in blocks.items():
+            out.append(f"== {metric}" + (f", {title}" if title else ""))
+            usable = []
+            for name, g in members:
+                if len(g.values) >= verdicts.MINISTAT_MIN_VALUES:
+                    usable.append((name, g.values))
+                elif g.failed:
+                    reasons = "; ".join(
+                        r + (f" (×{n})" if n > 1 else "") for r, n in failure_reasons(g.failed)
+                    )
+                    out.append(f"{name}: {len(g.failed)} run(s) failed: {reasons}")
+                else:
+                    out.append(f"{name}: {len(g.values)} value(s); ministat needs at least 3")
+            # ministat takes 7 data sets; more are shown in chunks against the same reference
+            for start in range(1, max(len(usable), 2), MAX_DATASETS - 1):
+                chunk = usable[:1] + usable[start : start + MAX_DATASETS - 1]
+                if not chunk:
+                    break
+                out.append(
+                    verdicts.ministat_text(
+                        chunk,
+                        confidence=confidence,
+                        width=width,
+                        suppress_plot=suppress_plot,
+                        summary_only=summary_only,
+                        separate_bars=separate_bars,
+                    )
+                    .decode()
+                    .rstrip("\n")
+                )
+                shown += 1
+            out.append("")
+    return "\n".join(out), (EXIT_OK if shown else EXIT_FAILURE)
+
+
+def stat_stored_main(argv: Sequence[str]) -> None:
+    """Run `netrig stat --experiment …` (called by cmd_stat); exits with the code."""
+    stat_stored_command.main(list(argv), prog_name="netrig stat")

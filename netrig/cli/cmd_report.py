@@ -1,0 +1,49 @@
+"""`netrig report EXPERIMENT -o report.html`: one self-contained HTML report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from netrig.cli import cli
+from netrig.cli.cmd_compare import DB_OPTION, open_store, reported_errors
+
+
+@cli.command("report")
+@click.argument("ref", metavar="EXPERIMENT")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="HTML file to write ('-' for stdout).",
+)
+@DB_OPTION
+def report_command(ref: str, output: str, db: str) -> None:
+    """Write an HTML report of a stored experiment (id, or name: the newest of that name).
+
+    One file with everything inside (plots as images, no script, nothing to fetch),
+    so it opens offline: the experiment file, the host it ran on and its tool
+    versions, per sweep point N, median, min, max and stddev, the failed runs with
+    their reasons, the plots, and comparisons between sweep points.
+
+    \b
+      netrig report ring-hops -o ring-hops.html
+
+    Exit codes: 0 written, 2 bad input (unknown experiment or database).
+    """
+    from netrig.report.html import render
+    from netrig.stats.stored import load
+
+    with reported_errors():
+        with open_store(db) as store:
+            data = load(store, ref)
+        text = render(data)
+    if output == "-":
+        sys.stdout.write(text)
+        return
+    Path(output).write_text(text, encoding="utf-8")
+    size = len(text.encode()) / 1024
+    click.echo(f"{output} written ({size:.0f} KiB, self-contained)")

@@ -1,0 +1,472 @@
+"""Stored samples, selected and grouped for statistics and plots (Flent's aggregators).
+
+`netrig compare`, `netrig stat --experiment`, `netrig plot` and `netrig report` all start
+here: load an experiment from the results store once, pick a metric, keep the runs that
+match a filter, and group their values per sweep point or per parameter value. Only runs
+that succeeded give values; failed runs are kept beside the values, with their reasons,
+so that a failure is shown as a failure and never averaged in as a zero.
+
+    with ResultStore("netrig.db") as store:
+        data = load(store, "ring-hops")                  # the newest experiment of that name
+        metric = resolve_metrics(data, ["throughput"])[0]
+        for group in collect(data, metric, by=["hops"]):
+            print(group.label, median(group.values), len(group.failed))
+
+Reducers are small named functions (median, mean, minimum, …) in REDUCERS, so a caller
+can name one on a command line and a test can check each alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from netrig.results.sample import Sample
+from netrig.results.store import Experiment, ResultStore, Run, point_key
+
+SampleKind = Literal["summary", "intervals", "auto"]
+
+
+class SelectionError(ValueError):
+    """What was asked for is not in the store: no such experiment, parameter or metric."""
+
+
+# -- selectors: "EXPERIMENT[:param=value,...]" --------------------------------------------------
+
+_FILTER = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*=\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """An experiment (id or name; None: given elsewhere) and the sweep-point filters.
+
+    >>> parse_selector("ring:hops=5,routing=ecmp")
+    Selector(experiment='ring', filters=(('hops', '5'), ('routing', 'ecmp')))
+    >>> parse_selector("hops=5").experiment is None
+    True
+    """
+
+    experiment: str | None
+    filters: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        text = ",".join(f"{k}={v}" for k, v in self.filters)
+        if self.experiment is None:
+            return text
+        return f"{self.experiment}:{text}" if text else self.experiment
+
+
+def parse_selector(text: str) -> Selector:
+    """`EXP`, `EXP:k=v[,k=v…]` or just `k=v[,k=v…]` (experiment named elsewhere)."""
+    text = text.strip()
+    if not text:
+        raise SelectionError("empty selector: give an experiment id or name, e.g. 3 or ring:hops=5")
+    head, colon, tail = text.partition(":")
+    if not colon:
+        if "=" not in text:
+            return Selector(text)
+        head, tail = "", text
+    filters = parse_filters(tail.split(",")) if tail.strip() else ()
+    return Selector(head.strip() or None, filters)
+
+
+def parse_filters(items: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """`param=value` strings (a --where option, a selector's tail) as pairs."""
+    pairs = []
+    for item in items:
+        m = _FILTER.match(item)
+        if m is None or not m.group(2):
+            raise SelectionError(f"filter {item.strip()!r}: write PARAM=VALUE, e.g. hops=5")
+        pairs.append((m.group(1), m.group(2)))
+    return tuple(pairs)
+
+
+def value_matches(value: Any, text: str) -> bool:
+    """Does a stored parameter value equal a filter's text? 5 == "5" == "5.0"; True == "true"."""
+    if isinstance(value, bool):
+        return text.lower() in (("true", "yes", "1") if value else ("false", "no", "0"))
+    if str(value) == text:
+        return True
+    if isinstance(value, int | float):
+        try:
+            return float(text) == float(value)
+        except ValueError:
+            return False
+    return False
+
+
+def point_matches(point: Mapping[str, Any], filters: Sequence[tuple[str, str]]) -> bool:
+    return all(name in point and value_matches(point[name], text) for name, text in filters)
+
+
+def point_label(point: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> str:
+    """hops=5, rate=1gbit; "all runs" for an experiment without `vary:`."""
+    items = point.items() if isinstance(point, Mapping) else point
+    return ", ".join(f"{k}={v}" for k, v in items) or "all runs"
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run with its samples as (measurement, sample) pairs."""
+
+    run: Run
+    samples: tuple[tuple[str, Sample], ...]
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """A metric of one measurement: `iperf3 throughput (bit/s)`."""
+
+    measurement: str
+    metric: str
+    unit: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.measurement} {self.metric}"
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.unit})" if self.unit else self.label
+
+
+@dataclass
+class StoredExperiment:
+    """An experiment and all its runs, read from the store once."""
+
+    experiment: Experiment
+    runs: list[StoredRun]
+    params: list[str] = field(default_factory=list)  # sweep parameters, in order of appearance
+
+    def points(self, filters: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
+        """Distinct sweep points in the order they first ran."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.runs:
+            if point_matches(r.run.point, filters):
+                seen.setdefault(point_key(r.run.point), r.run.point)
+        return list(seen.values())
+
+    def values_of(self, param: str) -> list[Any]:
+        """The distinct values one parameter takes, in the order they first ran."""
+        out: list[Any] = []
+        for point in self.points():
+            if param in point and point[param] not in out:
+                out.append(point[param])
+        return out
+
+    def metrics(self) -> list[tuple[MetricRef, int, int]]:
+        """(metric, summary samples, interval samples) of the whole measurement (stream None)."""
+        counts: dict[MetricRef, list[int]] = {}
+        for r in self.runs:
+            for name, s in r.samples:
+                if s.stream is None:
+                    c = counts.setdefault(MetricRef(name, s.metric, s.unit), [0, 0])
+                    c[0 if s.t is None else 1] += 1
+        return [(m, c[0], c[1]) for m, c in counts.items()]
+
+    def check_params(self, names: Iterable[str]) -> None:
+        """SelectionError naming the known parameters if one of `names` is not among them."""
+        for name in names:
+            if name not in self.params:
+                known = ", ".join(self.params) or "none (this experiment has no `vary:`)"
+                raise SelectionError(
+                    f"experiment {self.experiment.id} ({self.experiment.name}) has no sweep "
+                    f"parameter {name!r}; parameters: {known}"
+                )
+
+
+def find(store: ResultStore, ref: str | int) -> Experiment:
+    """An experiment by id or name (the newest of that name), or SelectionError listing names."""
+    found = store.find_experiment(ref)
+    if found is None:
+        names = sorted({e.name for e in store.experiments()})
+        known = ", ".join(names[:10]) or "none"
+        raise SelectionError(f"no experiment {ref!r} in {store.path}; experiments: {known}")
+    return found
+
+
+def load(store: ResultStore, ref: str | int) -> StoredExperiment:
+    """Read one experiment with all its runs and samples."""
+    experiment = find(store, ref)
+    runs = [StoredRun(run, tuple(store.samples(run.id))) for run in store.runs(experiment.id)]
+    params: list[str] = []
+    for r in runs:
+        params.extend(name for name in r.run.point if name not in params)
+    return StoredExperiment(experiment, runs, params)
+
+
+# -- which metric ---------------------------------------------------------------------------------
+
+
+def headline(measurement: str) -> tuple[str, ...] | None:
+    """The metrics a measurement plugin shows by default (None: all of them)."""
+    from netrig.experiment.summary import headline_metrics
+
+    return headline_metrics(measurement)
+
+
+def resolve_metrics(data: StoredExperiment, wanted: Sequence[str] | None = None) -> list[MetricRef]:
+    """The metrics named in `wanted` (`throughput`, or `iperf3-2.throughput` for one
+    measurement), or every headline metric present when `wanted` is empty."""
+    present = data.metrics()
+    if not wanted:
+        chosen = []
+        for ref, _, _ in present:
+            shown = headline(ref.measurement)
+            if shown is None or ref.metric in shown:
+                chosen.append(ref)
+        return chosen
+    chosen = []
+    for name in wanted:
+        measurement, dot, metric = name.rpartition(".")
+        hits = [
+            ref
+            for ref, _, _ in present
+            if ref.metric == metric and (not dot or ref.measurement == measurement)
+        ]
+        if not hits:
+            known = ", ".join(sorted({f"{r.measurement}.{r.metric}" for r, _, _ in present}))
+            raise SelectionError(
+                f"experiment {data.experiment.id} ({data.experiment.name}) has no metric "
+                f"{name!r}; metrics: {known or 'none (no run stored samples)'}"
+            )
+        chosen.extend(hit for hit in hits if hit not in chosen)
+    return chosen
+
+
+def sample_kind(data: StoredExperiment, metric: MetricRef, kind: SampleKind) -> SampleKind:
+    """`auto`: a run's summary values when the metric has them (iperf3 throughput), else its
+    interval samples (ping's per-packet rtt)."""
+    if kind != "auto":
+        return kind
+    for ref, summary, _ in data.metrics():
+        if ref == metric:
+            return "summary" if summary else "intervals"
+    return "summary"
+
+
+# -- groups ---------------------------------------------------------------------------------------
+
+GroupKey = tuple[tuple[str, Any], ...]
+
+
+@dataclass
+class Group:
+    """The values of one sweep point (or one parameter value) and the runs that gave none."""
+
+    key: GroupKey
+    values: list[float] = field(default_factory=list)
+    ok_runs: list[Run] = field(default_factory=list)
+    failed: list[Run] = field(default_factory=list)
+    interrupted: int = 0
+
+    @property
+    def label(self) -> str:
+        return point_label(self.key)
+
+    @property
+    def array(self) -> np.ndarray:
+        return np.asarray(self.values, dtype=np.float64)
+
+    @property
+    def all_failed(self) -> bool:
+        """Nothing to show and at least one failure: the gap a plot must mark."""
+        return not self.values and bool(self.failed)
+
+    def value(self, param: str) -> Any:
+        return dict(self.key).get(param)
+
+
+def _metric_values(r: StoredRun, metric: MetricRef, kind: SampleKind) -> list[float]:
+    want_summary = kind == "summary"
+    return [
+        s.value
+        for name, s in r.samples
+        if name == metric.measurement
+        and s.metric == metric.metric
+        and s.stream is None
+        and (s.t is None) == want_summary
+    ]
+
+
+def collect(
+    data: StoredExperiment,
+    metric: MetricRef,
+    *,
+    filters: Sequence[tuple[str, str]] = (),
+    by: Sequence[str] | None = None,
+    kind: SampleKind = "auto",
+) -> list[Group]:
+    """Values of `metric` grouped per sweep point, or per value of the `by` parameters
+    (pooling the others), in the order the groups first ran.
+
+    Every matching run counts: an ok run adds its values, a failed one is listed in
+    `failed`, an interrupted one is only counted (it is no result; --resume redoes it).
+    """
+    data.check_params([name for name, _ in filters])
+    if by is not None:
+        data.check_params(by)
+    kind = sample_kind(data, metric, kind)
+    groups: dict[GroupKey, Group] = {}
+    for r in data.runs:
+        point = r.run.point
+        if not point_matches(point, filters):
+            continue
+        if by is None:
+            key: GroupKey = tuple(point.items())
+        else:
+            key = tuple((name, point.get(name)) for name in by)
+        group = groups.setdefault(key, Group(key))
+        if r.run.status == "ok":
+            values = _metric_values(r, metric, kind)
+            if values:
+                group.values.extend(values)
+                group.ok_runs.append(r.run)
+        elif r.run.status == "failed":
+            group.failed.append(r.run)
+        else:
+            group.interrupted += 1
+    return list(groups.values())
+
+
+def pooled(groups: Sequence[Group], key: GroupKey = ()) -> Group:
+    """All groups' values and failures in one group (a selector that matches several points)."""
+    out = Group(key)
+    for g in groups:
+        out.values.extend(g.values)
+        out.ok_runs.extend(g.ok_runs)
+        out.failed.extend(g.failed)
+        out.interrupted += g.interrupted
+    return out
+
+
+@dataclass(frozen=True)
+class RunSeries:
+    """The interval samples of one run, sorted by t, for time-series plots."""
+
+    run: Run
+    t: np.ndarray
+    values: np.ndarray
+
+
+def run_series(
+    data: StoredExperiment, metric: MetricRef, filters: Sequence[tuple[str, str]] = ()
+) -> list[RunSeries]:
+    """One series per run with interval samples of `metric`, failed runs' partial data too."""
+    data.check_params([name for name, _ in filters])
+    out = []
+    for r in data.runs:
+        if not point_matches(r.run.point, filters):
+            continue
+        pairs = sorted(
+            (s.t, s.value)
+            for name, s in r.samples
+            if name == metric.measurement
+            and s.metric == metric.metric
+            and s.stream is None
+            and s.t is not None
+        )
+        if pairs:
+            t, v = zip(*pairs, strict=True)
+            out.append(RunSeries(r.run, np.array(t), np.array(v)))
+    return out
+
+
+# -- reducers -------------------------------------------------------------------------------------
+
+Reducer = Callable[[Sequence[float]], float]
+REDUCERS: dict[str, Reducer] = {}
+
+
+def reducer(name: str) -> Callable[[Reducer], Reducer]:
+    """Register a reducer under the name a command line or a report uses."""
+
+    def register(fn: Reducer) -> Reducer:
+        REDUCERS[name] = fn
+        return fn
+
+    return register
+
+
+def _array(values: Sequence[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("no values to reduce")
+    return a
+
+
+@reducer("median")
+def median(values: Sequence[float]) -> float:
+    """The middle value (mean of the two middle ones for even N), robust to one bad run."""
+    return float(np.median(_array(values)))
+
+
+@reducer("mean")
+def mean(values: Sequence[float]) -> float:
+    return float(np.mean(_array(values)))
+
+
+@reducer("min")
+def minimum(values: Sequence[float]) -> float:
+    return float(np.min(_array(values)))
+
+
+@reducer("max")
+def maximum(values: Sequence[float]) -> float:
+    return float(np.max(_array(values)))
+
+
+@reducer("stddev")
+def stddev(values: Sequence[float]) -> float:
+    """Sample standard deviation (N - 1), as ministat prints; NaN below two values."""
+    a = _array(values)
+    return float(np.std(a, ddof=1)) if a.size > 1 else math.nan
+
+
+def percentile(q: float) -> Reducer:
+    """A reducer for the q-th percentile (linear interpolation), e.g. percentile(99)."""
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be within 0..100, not {q}")
+
+    def pct(values: Sequence[float]) -> float:
+        return float(np.percentile(_array(values), q))
+
+    pct.__name__ = f"p{q:g}"
+    pct.__doc__ = f"The {q:g}th percentile."
+    return pct
+
+
+for _q in (5, 25, 75, 95, 99):
+    REDUCERS[f"p{_q}"] = percentile(_q)
+
+
+def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student's t confidence interval of the mean; (mean, mean) below two values."""
+    from scipy import stats
+
+    a = _array(values)
+    m = float(np.mean(a))
+    if a.size < 2:
+        return m, m
+    half = (
+        float(stats.t.ppf(0.5 + confidence / 2, a.size - 1))
+        * float(np.std(a, ddof=1))
+        / math.sqrt(a.size)
+    )
+    return m - half, m + half
+
+
+def failure_reasons(runs: Sequence[Run]) -> list[tuple[str, int]]:
+    """Distinct reasons of failed runs with how often each occurred, most frequent first."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        reason = (run.reason or "no reason recorded").strip()
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(counts.items(), key=lambda item: -item[1])

@@ -1,0 +1,173 @@
+"""netrig.report.html and `netrig report`: one self-contained file with the experiment, the
+host, the tables, the failures, the plots and the comparisons; and it renders in a real
+headless browser (Debian's chromium) to a screenshot that is not blank."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image
+from shootout_data import NGINX_REASON
+
+from netrig.report.html import render
+from netrig.results.store import ResultStore
+from netrig.stats.stored import load
+
+INK = 0.02  # a rendered report has 4-8 % non-white pixels, a blank page none
+CHROMIUM_HINT = (
+    "Debian's chromium is not installed, so the report cannot be checked in a real browser: "
+    "run `apt-get install -y chromium` (setup.sh installs it)"
+)
+
+
+@pytest.fixture
+def report(shootout_db: Path) -> str:
+    with ResultStore(shootout_db) as store:
+        return render(load(store, "shootout"), generated=datetime(2024, 5, 2, tzinfo=UTC))
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes; a parse that must not raise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_report_is_self_contained(report: str) -> None:
+    parser = Tags()
+    parser.feed(report)
+    names = {tag for tag, _ in parser.tags}
+    assert not names & {"script", "link", "iframe", "object", "embed"}
+    for tag, attrs in parser.tags:
+        for key in ("src", "href"):
+            value = attrs.get(key) or ""
+            assert value.startswith(("data:image/png;base64,", "#")) or not value, (tag, value)
+    assert not re.search(r"url\(|@import|https?://", report)
+    images = [attrs["src"] for tag, attrs in parser.tags if tag == "img"]
+    assert len(images) >= 3
+    for src in images:
+        blob = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert blob[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_says_what_on_what_and_what_failed(report: str) -> None:
+    # the experiment file, escaped: its <b> is text, not markup
+    assert "&lt;b&gt;not bold&lt;/b&gt; &amp; escaped" in report and "<b>" not in report
+    assert "concurrency: [1, 10, 100, 1000]" in report
+    assert "6.1.0-18-amd64" in report and "Intel(R) Xeon(R) E5-2650" in report
+    assert "iperf 3.12 (cJSON 1.7.15)" in report and "ping from iputils 20221126" in report
+    assert NGINX_REASON in report
+    assert "iperf3: error - unable to connect" in report  # stderr of a failed run
+    # the summary table, scaled: pen at concurrency 1000 is about 9.3 Gbit/s
+    assert '<th class="num">median (Gbit/s)</th>' in report
+    row = re.search(r"<tr><td>1000</td><td>pen</td>(.*?)</tr>", report)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+    assert cells[0] == "3" and 9.0 < float(cells[1]) < 9.6
+    failed = re.search(r'<tr class="failed"><td>1000</td><td>nginx</td>(.*?)</tr>', report)
+    assert failed is not None and "—" in failed.group(1)
+    # comparisons of each balancer against the first, with ministat's block
+    assert "each balancer against balancer=pen" in report
+    assert "ministat: iperf3 throughput, concurrency=10" in report
+    assert "not compared: concurrency=1000, balancer=nginx: its runs failed" in report
+    assert "Made by netrig" in report and "2024-05-02 00:00 UTC" in report
+
+
+def test_report_of_a_single_point(shootout_db: Path) -> None:
+    with ResultStore(shootout_db) as store:
+        text = render(load(store, "single"))
+    assert "One sweep point: nothing to compare it with." in text
+    assert text.count("<img ") == 1  # a box plot of the four runs
+    assert "None: every run succeeded." in text
+
+
+def test_report_command(shootout_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    cmd = [sys.executable, "-m", "netrig", "report", "shootout", "-o", str(out)]
+    done = subprocess.run([*cmd, "--db", str(shootout_db)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "netrig",
+            "report",
+            "nope",
+            "-o",
+            str(tmp_path / "x.html"),
+            "--db",
+            str(shootout_db),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "no experiment 'nope'" in missing.stderr
+    assert not (tmp_path / "x.html").exists()
+
+
+def screenshot(html: Path, png: Path, size: str = "1200,1600") -> None:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail(CHROMIUM_HINT, pytrace=False)
+    with tempfile.TemporaryDirectory() as profile:
+        done = subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                f"--screenshot={png}",
+                f"--window-size={size}",
+                html.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    assert done.returncode == 0 and png.exists(), done.stderr[-2000:]
+
+
+def test_report_renders_in_headless_chromium(report: str, tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    html.write_text(report, encoding="utf-8")
+    png = tmp_path / "report.png"
+    screenshot(html, png)
+    pixels = image.imread(png)[:, :, :3]
+    assert pixels.shape[:2] == (1600, 1200)
+    ink = (pixels < 0.95).any(axis=2).mean()
+    assert ink > INK, f"the screenshot is nearly blank ({ink:.1%} non-white pixels)"
+    # the embedded plots rendered: matplotlib's first colour (#1f77b4) fills many pixels,
+    # and the page accent (#2456a6) underlines the header
+    blue = np.abs(pixels - np.array([0x1F, 0x77, 0xB4]) / 255).max(axis=2) < 0.08
+    assert blue.sum() > 300, f"no plot colour in the screenshot ({blue.sum()} pixels)"
+
+
+def test_blank_page_would_fail_the_check(tmp_path: Path) -> None:
+    """The blank-screenshot check can fail: an empty page gives (almost) no ink."""
+    html = tmp_path / "empty.html"
+    html.write_text("<!DOCTYPE html><html><body></body></html>")
+    png = tmp_path / "empty.png"
+    screenshot(html, png, "400,300")
+    pixels = image.imread(png)[:, :, :3]
+    assert (pixels < 0.95).any(axis=2).mean() < INK / 10

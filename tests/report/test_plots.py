@@ -1,0 +1,240 @@
+"""netrig.report.plots and `netrig plot`: files of each kind and format, failed points as
+gaps with a mark (never zeros), unit scaling, error bars, and the errors that name a fix."""
+
+from __future__ import annotations
+
+import math
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shootout_data import CONCURRENCY, base_rate
+
+from netrig.report.plots import FAILED_GID, PlotRequest, figure, save
+from netrig.report.units import display_scale
+from netrig.results.store import ResultStore
+from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
+
+REQUESTS = {
+    "line": PlotRequest(kind="line", x="concurrency", y="throughput", group="balancer"),
+    "box": PlotRequest(kind="box", x="concurrency", y="rtt", group="balancer"),
+    "cdf": PlotRequest(kind="cdf", y="rtt", x="concurrency", filters=(("balancer", "nginx"),)),
+    "timeseries": PlotRequest(
+        kind="timeseries", y="throughput", filters=(("balancer", "pen"),), median=True
+    ),
+}
+
+
+@pytest.fixture
+def data(shootout_db: Path) -> StoredExperiment:
+    with ResultStore(shootout_db) as store:
+        return load(store, "shootout")
+
+
+def png_size(blob: bytes) -> tuple[int, int]:
+    assert blob[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    assert blob[12:16] == b"IHDR"
+    return struct.unpack(">II", blob[16:24])
+
+
+@pytest.mark.parametrize("kind", list(REQUESTS))
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_each_kind_writes_a_real_file(
+    data: StoredExperiment, tmp_path: Path, kind: str, fmt: str
+) -> None:
+    path = save(figure(data, REQUESTS[kind]), tmp_path / f"{kind}.{fmt}")
+    blob = path.read_bytes()
+    assert len(blob) > 5000
+    if fmt == "png":
+        assert png_size(blob) == (800, 450)
+    elif fmt == "svg":
+        assert blob.startswith(b"<?xml") and b"<svg" in blob[:2000]
+    else:
+        assert blob.startswith(b"%PDF-")
+
+
+def test_size_and_bad_suffix(data: StoredExperiment, tmp_path: Path) -> None:
+    req = PlotRequest(kind="line", x="concurrency", group="balancer", size=(12.0, 6.0))
+    assert png_size(save(figure(data, req), tmp_path / "big.png").read_bytes()) == (1200, 600)
+    with pytest.raises(ValueError, match=r"png, \.svg or \.pdf"):
+        save(figure(data, req), tmp_path / "fig.jpg")
+
+
+def series_line(ax, label: str):
+    lines = [line for line in ax.lines if line.get_gid() == f"series:{label}"]
+    assert len(lines) == 1, [line.get_gid() for line in ax.lines]
+    return lines[0]
+
+
+def test_failed_point_leaves_a_gap_and_a_red_mark(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["line"]).axes[0]
+    nginx = series_line(ax, "balancer=nginx")
+    x, y = np.asarray(nginx.get_xdata(), float), np.asarray(nginx.get_ydata(), float)
+    assert list(x) == CONCURRENCY
+    assert math.isnan(y[x.tolist().index(1000)])  # a gap, not a zero
+    assert np.isfinite(y[:3]).all() and (y[:3] > 0).all()
+    marks = [line for line in ax.lines if line.get_gid() == FAILED_GID and line.get_marker() == "x"]
+    assert len(marks) == 1 and list(marks[0].get_xdata()) == [1000]
+    assert marks[0].get_color() == "#d62728"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == [
+        "balancer=pen",
+        "balancer=haproxy",
+        "balancer=nginx",
+        "balancer=nginx: failed",
+    ]
+    # the other balancers have a value at 1000
+    assert np.isfinite(np.asarray(series_line(ax, "balancer=pen").get_ydata(), float)).all()
+
+
+def test_single_line_marks_failure_with_plain_legend(data: StoredExperiment) -> None:
+    req = PlotRequest(kind="line", x="concurrency", filters=(("balancer", "nginx"),))
+    ax = figure(data, req).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["throughput", "failed"]
+
+
+def test_partial_failure_is_annotated(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["line"]).axes[0]
+    assert "1 of 3 failed" in [t.get_text() for t in ax.texts]
+
+
+def test_units_are_scaled_and_labelled(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["line"]).axes[0]
+    assert ax.get_ylabel() == "throughput (Gbit/s)"
+    assert ax.get_xlabel() == "concurrency"
+    pen = np.asarray(series_line(ax, "balancer=pen").get_ydata(), float)
+    expected = [base_rate(c, "pen") / 1e9 for c in CONCURRENCY]
+    assert pen == pytest.approx(expected, rel=0.04)
+    box = figure(data, REQUESTS["box"]).axes[0]
+    assert box.get_ylabel() == "rtt (ms)"  # a few ms at 1000
+    cdf = figure(data, REQUESTS["cdf"]).axes[0]
+    assert cdf.get_xlabel() == "rtt (µs)"  # nginx without 1000 stays below 1 ms
+
+
+def test_display_scale() -> None:
+    assert display_scale("bit/s", [9.4e9]).unit == "Gbit/s"
+    assert display_scale("bit/s", [950e6, 10e6]).unit == "Mbit/s"
+    assert display_scale("pps", [14.88e6]).unit == "Mpps"
+    assert display_scale("s", [0.00042]).unit == "µs"
+    assert display_scale("s", [0.042]).unit == "ms"
+    assert display_scale("ms", [1500.0]).unit == "s"
+    assert display_scale("%", [50.0]).unit == "%"
+    assert display_scale("bit/s", []).factor == 1.0
+    assert display_scale("bit/s", [9.4e9]).text(9.41e9) == "9.41"
+
+
+def test_ci_bars_are_the_mean_confidence_interval(data: StoredExperiment) -> None:
+    req = PlotRequest(
+        kind="line", x="concurrency", filters=(("balancer", "pen"),), ci=True, confidence=0.9
+    )
+    fig = figure(data, req)
+    ax = fig.axes[0]
+    assert "90% confidence interval of the mean" in ax.get_title(loc="left")
+    container = ax.containers[0]
+    segments = container.lines[2][0].get_segments()
+    values = [r for r in data.runs if r.run.point == {"concurrency": 1, "balancer": "pen"}]
+    raw = [
+        s.value for r in values for name, s in r.samples if s.metric == "throughput" and s.t is None
+    ]
+    low, high = mean_ci(raw, 0.9)
+    assert segments[0][:, 1] == pytest.approx([low / 1e9, high / 1e9])
+
+
+def test_box_and_cdf_use_per_packet_samples(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["box"]).axes[0]
+    # 4 concurrencies × 3 balancers, minus nginx at 1000 which failed
+    boxes = [p for p in ax.patches if p.get_gid() != FAILED_GID]
+    assert len(boxes) == 11
+    marks = [line for line in ax.lines if line.get_gid() == FAILED_GID and line.get_marker() == "x"]
+    assert len(marks) == 1 and len(marks[0].get_xdata()) == 1
+    cdf = figure(data, REQUESTS["cdf"]).axes[0]
+    labels = [t.get_text() for t in cdf.get_legend().get_texts()]
+    assert labels == [
+        "concurrency=1 (N=30)",
+        "concurrency=10 (N=30)",
+        "concurrency=100 (N=30)",
+        "concurrency=1000: failed (3 runs)",
+    ]
+    for line in cdf.lines:
+        if line.get_gid() != FAILED_GID:
+            y = np.asarray(line.get_ydata(), float)
+            assert y[0] == 0.0 and y[-1] == 1.0 and (np.diff(y) >= 0).all()
+
+
+def test_timeseries_lines_per_run_or_median(data: StoredExperiment) -> None:
+    per_run = PlotRequest(kind="timeseries", y="throughput", filters=(("balancer", "pen"),))
+    ax = figure(data, per_run).axes[0]
+    assert ax.get_xlabel() == "time (s)"
+    runs = [line for line in ax.lines if (line.get_gid() or "").startswith("series:")]
+    assert len(runs) == 12  # 4 points × 3 repetitions
+    assert list(runs[0].get_xdata()) == [0, 1, 2, 3, 4]
+    ax = figure(data, REQUESTS["timeseries"]).axes[0]
+    medians = [line for line in ax.lines if (line.get_gid() or "").startswith("series:")]
+    assert len(medians) == 4
+    assert "median of 3" in medians[0].get_label()
+
+
+def test_log_axes(data: StoredExperiment) -> None:
+    req = PlotRequest(kind="line", x="concurrency", group="balancer", log_x=True, log_y=True)
+    ax = figure(data, req).axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    with pytest.raises(SelectionError, match="--log-x needs numbers"):
+        figure(
+            data,
+            PlotRequest(kind="line", x="balancer", log_x=True, filters=(("concurrency", "1"),)),
+        )
+
+
+def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
+    with pytest.raises(SelectionError, match=r"also varies balancer .*--where balancer=pen"):
+        figure(data, PlotRequest(kind="line", x="concurrency"))
+    with pytest.raises(SelectionError, match="no sweep parameter 'hops'"):
+        figure(data, PlotRequest(kind="line", x="hops"))
+    with pytest.raises(SelectionError, match="no metric 'jitter'"):
+        figure(data, PlotRequest(kind="line", x="concurrency", y="jitter"))
+    with pytest.raises(SelectionError, match="no per-interval samples"):
+        figure(data, PlotRequest(kind="timeseries", y="rtt_avg"))
+
+
+def netrig(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netrig", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_plot_command(shootout_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "shootout.svg"
+    done = netrig(
+        "plot",
+        "shootout",
+        "--x",
+        "concurrency",
+        "--y",
+        "throughput",
+        "--group",
+        "balancer",
+        "--log-x",
+        "-o",
+        str(out),
+        "--db",
+        str(shootout_db),
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().startswith(b"<?xml") and b"failed" in out.read_bytes()
+    bad = netrig(
+        "plot",
+        "shootout",
+        "--x",
+        "concurrency",
+        "-o",
+        str(tmp_path / "a.png"),
+        "--db",
+        str(shootout_db),
+    )
+    assert bad.returncode == 2 and "also varies balancer" in bad.stderr
+    assert not (tmp_path / "a.png").exists()
+    suffix = netrig("plot", "shootout", "-o", str(tmp_path / "a.gif"), "--db", str(shootout_db))
+    assert suffix.returncode == 2 and ".png, .svg or .pdf" in suffix.stderr

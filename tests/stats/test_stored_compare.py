@@ -1,0 +1,293 @@
+"""`netrig compare` and `netrig stat --experiment`: verdict wording (golden), ministat's block
+byte-identical to the real ministat on the same numbers, exit codes, and the routing that
+keeps `netrig stat`'s ministat mode untouched."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from ministat_harness import INSTALL_HINT, ministat_path
+
+from netrig.cli.cmd_compare import compare_command
+from netrig.cli.cmd_stat import stored_mode
+from netrig.report.verdicts import beyond_ministat, compare
+from netrig.results.sample import Sample
+from netrig.results.store import ResultStore
+
+# -- golden verdict wording -------------------------------------------------------------------------
+
+GOLDEN = {
+    "shift": (
+        [100, 101, 99, 100.5, 99.5],
+        [104, 105, 103, 104.5, 103.5],
+        [
+            "Relative difference: +4.00%, 95.0% interval +2.83% .. +5.18% (Fieller): a real increase",
+            "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
+            "Mann-Whitney U = 25, p = 0.0079: Difference at 95.0% confidence (P(+ > x) = 1.00)",
+            "Runs: N = 5 per side can detect a 2% difference (4 needed for 80% power at 95.0% "
+            "confidence)",
+        ],
+    ),
+    "same": (
+        [10, 12, 11, 13, 9],
+        [11, 12, 10, 13, 10],
+        [
+            "Relative difference: +1.82%, 95.0% interval -15.77% .. +24.04% (Fieller): no "
+            "difference proven",
+            "Variances: no difference proven (F = 0.68, p = 0.72); Student's t above holds",
+            "Mann-Whitney U = 13.5, p = 0.91: No difference proven at 95.0% confidence "
+            "(P(+ > x) = 0.54)",
+            "Warning: N = 5 and 5 is too small to detect a 2% difference: 683 runs per side "
+            "needed (80% power at 95.0% confidence)",
+        ],
+    ),
+    "jitter": (
+        [100, 100.1, 99.9, 100.05, 99.95],
+        [90, 110, 95, 112, 85],
+        [
+            "Relative difference: -1.60%, 95.0% interval -16.57% .. +13.37% (Fieller): no "
+            "difference proven",
+            "Variances differ (F = 2.32e+04, p = 1.1e-08): No difference proven at 95.0% "
+            "confidence (Welch's t)",
+            "Mann-Whitney U = 10, p = 0.69: No difference proven at 95.0% confidence "
+            "(P(+ > x) = 0.40)",
+            "Warning: N = 5 and 5 is too small to detect a 2% difference: 288 runs per side "
+            "needed (80% power at 95.0% confidence)",
+        ],
+    ),
+    "three-runs": (
+        [1, 2, 3],
+        [7, 8, 9],
+        [
+            "Relative difference: +300.00%, 95.0% interval +112.08% .. +1924.98% (Fieller): a "
+            "real increase",
+            "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
+            "Mann-Whitney U = 9, p = 0.1: No difference proven at 95.0% confidence "
+            "(P(+ > x) = 1.00); with 3 and 3 values p cannot go below 0.1",
+            "Warning: N = 3 and 3 is too small to detect a 2% difference: 9813 runs per side "
+            "needed (80% power at 95.0% confidence)",
+        ],
+    ),
+    "zero": (
+        [0, 0, 0],
+        [0, 0, 0],
+        [
+            "Relative difference: interval unbounded (the reference mean is not clearly away "
+            "from 0)",
+            "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
+            "Mann-Whitney U = 4.5, p = 1: No difference proven at 95.0% confidence "
+            "(P(+ > x) = 0.50); with 3 and 3 values p cannot go below 0.1",
+            "Warning: cannot size the runs for a 2% difference of a reference mean of 0",
+        ],
+    ),
+    "noisy-reference": (
+        [-1, 1, 0.5, -0.4],
+        [0.2, 0.3, 0.1, 0.4],
+        [
+            "Relative difference: +900.00%, interval unbounded (the reference mean is not "
+            "clearly away from 0)",
+            "Variances differ (F = 0.0208, p = 0.0098): No difference proven at 95.0% "
+            "confidence (Welch's t)",
+            "Mann-Whitney U = 8, p = 1: No difference proven at 95.0% confidence (P(+ > x) = 0.50)",
+            "Warning: N = 4 and 4 is too small to detect a 2% difference: at least 1000000 "
+            "runs per side needed (80% power at 95.0% confidence)",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(GOLDEN))
+def test_verdict_wording(case: str) -> None:
+    reference, candidate, expected = GOLDEN[case]
+    assert beyond_ministat(compare(reference, candidate, 0.95, 0.02)) == expected
+
+
+def test_welch_verdict_when_variances_differ_and_difference_is_real() -> None:
+    lines = beyond_ministat(compare([100, 100.2, 99.8, 100.1, 99.9], [120, 131, 125, 118, 128]))
+    assert lines[1].startswith("Variances differ (F = ")
+    assert lines[1].endswith("): Difference at 95.0% confidence: 24.4 +/- 6.71941 (Welch's t)")
+
+
+def test_detect_and_confidence_change_the_wording() -> None:
+    c = compare([10, 12, 11, 13, 9], [11, 12, 10, 13, 10], confidence=0.99, detect=0.5)
+    lines = beyond_ministat(c)
+    assert lines[0].startswith("Relative difference: +1.82%, 99.0% interval")
+    assert lines[-1] == (
+        "Runs: N = 5 per side can detect a 50% difference (4 needed for 80% power at 99.0% "
+        "confidence)"
+    )
+    assert beyond_ministat(compare([1, 2, 3], [2, 3, 4], detect=None))[-1].startswith("Mann")
+
+
+# -- end to end on a store --------------------------------------------------------------------------
+
+BEFORE = [9.41e9, 9.38e9, 9.44e9, 9.40e9, 9.39e9]
+AFTER = [9.21e9, 9.25e9, 9.19e9, 9.30e9, 9.22e9]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "results.db"
+    with ResultStore(path) as store:
+        eid = store.begin_experiment("ring", "name: ring\n", {})
+        for rep, (a, b) in enumerate(zip(BEFORE, AFTER, strict=True)):
+            store.record_run(
+                eid, {"hops": 1}, rep, "ok", {"iperf3": [Sample("throughput", a, "bit/s")]}
+            )
+            store.record_run(
+                eid, {"hops": 8}, rep, "ok", {"iperf3": [Sample("throughput", b, "bit/s")]}
+            )
+        store.record_run(eid, {"hops": 8}, 5, "failed", reason="iperf3: connection refused")
+        store.record_run(eid, {"hops": 16}, 0, "failed", reason="iperf3: no route to host")
+        store.record_run(eid, {"hops": 16}, 1, "failed", reason="iperf3: no route to host")
+        store.finish_experiment(eid, "failed")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ministat() -> str:
+    path = ministat_path()
+    if path is None:
+        pytest.fail(INSTALL_HINT, pytrace=False)
+    return path
+
+
+def real_ministat(binary: str, cwd: Path, files: dict[str, list[float]], *args: str) -> str:
+    """The real ministat's stdout on files of these values (named as netrig names the sets)."""
+    for name, values in files.items():
+        (cwd / name).write_text("".join(f"{v!r}\n" for v in values))
+    done = subprocess.run(
+        ["ministat", *args, *files], executable=binary, cwd=cwd, capture_output=True, check=True
+    )
+    return done.stdout.decode()
+
+
+def netrig(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "netrig", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "", **(env or {})},
+    )
+
+
+def test_compare_prints_ministat_verbatim_and_more(ministat: str, db: Path, tmp_path: Path) -> None:
+    done = netrig("compare", "ring:hops=1", "ring:hops=8", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "ministat"
+    work.mkdir()
+    block = real_ministat(ministat, work, {"ring:hops=1": BEFORE, "ring:hops=8": AFTER})
+    c = compare(BEFORE, AFTER)
+    expected = (
+        "== iperf3 throughput (bit/s)\n"
+        "+ 1 failed run(s), not counted: iperf3: connection refused\n"
+        + block
+        + "\n".join(beyond_ministat(c))
+        + "\n"
+    )
+    assert done.stdout == expected
+    assert "Difference at 95.0% confidence\n\t-1.7e+08 +/- 5.00991e+07\n" in done.stdout
+    assert "Relative difference: -1.81%, 95.0% interval -2.37% .. -1.25%" in done.stdout
+
+
+def test_compare_filters_alone_use_the_newest_experiment(db: Path) -> None:
+    result = CliRunner().invoke(
+        compare_command, ["hops=1", "hops=8", "--db", str(db), "--confidence", "99", "-w", "40"]
+    )
+    assert result.exit_code == 0, result.output
+    # the newest experiment, by id
+    assert "x 1:hops=1\n+ 1:hops=8\n+----------------------------------------+\n" in result.output
+    assert "Difference at 99.0% confidence" in result.output
+    assert "too small to detect a 2% difference" not in result.output  # 5 runs are enough
+
+
+def test_compare_two_experiments_and_the_detect_warning(tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    with ResultStore(path) as store:
+        for name, base in (("before", 100.0), ("after", 100.5)):
+            eid = store.begin_experiment(name, f"name: {name}\n", {})
+            for rep, noise in enumerate([0.0, 3.0, -2.0, 1.0]):
+                samples = {"ping": [Sample("rtt_avg", base + noise, "ms")]}
+                store.record_run(eid, {}, rep, "ok", samples)
+    result = CliRunner().invoke(
+        compare_command, ["before", "after", "--db", str(path), "--detect", "1%", "-w", "60"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("== ping rtt_avg (ms)\nx before\n+ after\n")
+    assert "No difference proven at 95.0% confidence\n" in result.output
+    assert "Warning: N = 4 and 4 is too small to detect a 1% difference: " in result.output
+
+
+def test_compare_errors_and_exit_codes(db: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(compare_command, ["nope", "ring", "--db", str(db)])
+    assert missing.exit_code == 2
+    assert "no experiment 'nope'" in missing.output and "experiments: ring" in missing.output
+    failed = runner.invoke(compare_command, ["ring:hops=1", "ring:hops=16", "--db", str(db)])
+    assert failed.exit_code == 1
+    assert "+ 2 failed run(s), not counted: iperf3: no route to host (×2)" in failed.output
+    assert "cannot compare: + has 0 value(s); at least 2 per side are needed" in failed.output
+    no_param = runner.invoke(compare_command, ["ring:rate=1", "ring", "--db", str(db)])
+    assert no_param.exit_code == 2 and "no sweep parameter 'rate'" in no_param.output
+    no_db = runner.invoke(compare_command, ["a", "b", "--db", str(tmp_path / "none.db")])
+    assert no_db.exit_code == 2 and "no results database" in no_db.output
+    assert not (tmp_path / "none.db").exists()
+    bad_detect = runner.invoke(compare_command, ["a", "b", "--detect", "lots", "--db", str(db)])
+    assert bad_detect.exit_code == 2
+
+
+# -- netrig stat --experiment -----------------------------------------------------------------------
+
+
+def test_stat_experiment_blocks_are_ministat_verbatim(
+    ministat: str, db: Path, tmp_path: Path
+) -> None:
+    done = netrig("stat", "--experiment", "ring", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "m"
+    work.mkdir()
+    one = real_ministat(ministat, work, {"hops=1": BEFORE})
+    eight = real_ministat(ministat, work, {"hops=8": AFTER})
+    assert done.stdout == (
+        f"== iperf3 throughput (bit/s), hops=1\n{one}\n"
+        f"== iperf3 throughput (bit/s), hops=8\n{eight}\n"
+        "== iperf3 throughput (bit/s), hops=16\n"
+        "hops=16: 2 run(s) failed: iperf3: no route to host (×2)\n"
+    )
+
+
+def test_stat_experiment_by_parameter_compares_its_values(
+    ministat: str, db: Path, tmp_path: Path
+) -> None:
+    done = netrig("stat", "--experiment", "ring", "--by", "hops", "-c", "99", "-s", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    block = real_ministat(ministat, tmp_path, {"hops=1": BEFORE, "hops=8": AFTER}, "-c", "99", "-s")
+    assert done.stdout == (
+        "== iperf3 throughput (bit/s)\n"
+        "hops=16: 2 run(s) failed: iperf3: no route to host (×2)\n" + block
+    )
+
+
+def test_stat_experiment_errors(db: Path) -> None:
+    unknown = netrig("stat", "--experiment", "ring", "--by", "rate", "--db", str(db))
+    assert unknown.returncode == 2 and "no sweep parameter 'rate'" in unknown.stderr
+    metric = netrig("stat", "--experiment=ring", "--metric", "jitter", "--db", str(db))
+    assert metric.returncode == 2 and "no metric 'jitter'" in metric.stderr
+
+
+def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
+    assert stored_mode(["--experiment", "ring"])
+    assert stored_mode(["-A", "--experiment=ring", "--by", "hops"])
+    assert not stored_mode(["-d", "--experiment", "file"])  # -d's argument
+    assert stored_mode(["-Cw", "--experiment"])  # -C took "w"; --experiment is an option
+    assert not stored_mode(["-w", "--experiment"])
+    assert not stored_mode(["--", "--experiment"])
+    assert not stored_mode(["file", "--experiment"], posixly_correct=True)
+    assert stored_mode(["file", "--experiment"], posixly_correct=False)
+    assert not stored_mode(["a", "b"])
