@@ -47,7 +47,8 @@ from netrig.stats.stored import (
 Kind = Literal["line", "box", "cdf", "timeseries"]
 KINDS: tuple[str, ...] = ("line", "box", "cdf", "timeseries")
 FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
-FAILED_COLOR = "#d62728"
+FAILED_COLOR = "#d62728"  # matplotlib's C3: kept for failures, never a series colour
+SERIES_COLORS = ("C0", "C1", "C2", "C4", "C5", "C6", "C7", "C8", "C9")
 FAILED_GID = "failed"  # the gid of every artist that marks a failed sweep point
 FAILED_Y = 0.95  # height of the failure marks, as a fraction of the axes
 FAILED_STEP = 0.06  # lower by this much per group, so marks of several groups stay apart
@@ -97,6 +98,11 @@ def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
         legend_title = req.group if req.kind in ("line", "box") else None
         ax.legend(handles, labels, title=legend_title, fontsize=8, title_fontsize=8)
     return fig
+
+
+def series_color(i: int) -> str:
+    """The i-th series colour: matplotlib's cycle without its red, which means "failed"."""
+    return SERIES_COLORS[i % len(SERIES_COLORS)]
 
 
 def _is_failure_mark(handle: Any) -> bool:
@@ -226,7 +232,7 @@ def _line(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) 
         metric.unit, [v for s in series.values() for g in s.values() for v in g.values]
     )
     for i, key in enumerate(order):
-        color = f"C{i % 10}"
+        color = series_color(i)
         xs, ys, lo, hi, failed_xs = [], [], [], [], []
         for v in all_x:
             g = series[key].get(v)
@@ -301,7 +307,7 @@ def _box(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
     width = 0.8 / max(len(order), 1)
     failed_done = False
     for i, key in enumerate(order):
-        color = f"C{i % 10}"
+        color = series_color(i)
         offset = (i - (len(order) - 1) / 2) * width
         boxes, positions, failed_pos = [], [], []
         for j, v in enumerate(all_x):
@@ -352,7 +358,7 @@ def _cdf(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
     )
     scale = display_scale(metric.unit, [v for g in groups for v in g.values])
     for i, g in enumerate(groups):
-        color = f"C{i % 10}"
+        color = series_color(i)
         if g.values:
             v = np.sort(np.asarray(g.values)) / scale.factor
             y = np.arange(1, len(v) + 1) / len(v)
@@ -402,7 +408,7 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
 
     keys = list(dict.fromkeys(key_of(s.run.point) for s in series))
     scale = display_scale(metric.unit, [float(np.max(np.abs(s.values))) for s in series])
-    colors = {k: f"C{i % 10}" for i, k in enumerate(keys)}
+    colors = {k: series_color(i) for i, k in enumerate(keys)}
     failed_runs = 0
     for key in keys:
         members = [s for s in series if key_of(s.run.point) == key]

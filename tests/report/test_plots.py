@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 from shootout_data import CONCURRENCY, base_rate
 
-from netrig.report.plots import FAILED_GID, PlotRequest, figure, save
+from netrig.report.plots import FAILED_COLOR, FAILED_GID, PlotRequest, figure, save
 from netrig.report.units import display_scale
 from netrig.results.store import ResultStore
 from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
@@ -170,6 +171,9 @@ def test_timeseries_lines_per_run_or_median(data: StoredExperiment) -> None:
     assert ax.get_xlabel() == "time (s)"
     runs = [line for line in ax.lines if (line.get_gid() or "").startswith("series:")]
     assert len(runs) == 12  # 4 points × 3 repetitions
+    # red means failed: four series never get matplotlib's fourth colour, red
+    assert len({to_hex(line.get_color()) for line in runs}) == 4
+    assert FAILED_COLOR not in {to_hex(line.get_color()) for line in runs}
     assert list(runs[0].get_xdata()) == [0, 1, 2, 3, 4]
     ax = figure(data, REQUESTS["timeseries"]).axes[0]
     medians = [line for line in ax.lines if (line.get_gid() or "").startswith("series:")]
