@@ -176,7 +176,12 @@ def _x_param(data: StoredExperiment, req: PlotRequest) -> str:
     candidates = [p for p in data.params if p != req.group and len(data.values_of(p)) > 1]
     if len(candidates) == 1:
         return candidates[0]
-    known = ", ".join(data.params) or "none (this experiment has no `vary:`)"
+    if not data.params:
+        raise SelectionError(
+            "this experiment has no `vary:`, so there is no sweep for a line; "
+            "try --kind box, cdf or timeseries"
+        )
+    known = ", ".join(data.params)
     raise SelectionError(f"name the parameter for the x axis with --x; parameters: {known}")
 
 
@@ -297,7 +302,7 @@ def _box(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
         all_x = list(series[None])
         x_name = ", ".join(data.params) or "sweep point"
     else:
-        x = _x_param(data, req) if req.x is not None or req.group is None else req.x
+        x = _x_param(data, req) if req.x is not None else None  # None: a box per group
         order, series = _series_groups(data, metric, req, x)
         all_x, _ = _sorted_values(list(dict.fromkeys(v for s in series.values() for v in s)))
         x_name = x or ""
@@ -335,7 +340,7 @@ def _box(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
         if failed_pos:
             _failed_mark(ax, failed_pos, "_nolegend_" if failed_done else "failed")
             failed_done = True
-    ax.set_xticks(range(len(all_x)), [str(v) for v in all_x])
+    ax.set_xticks(range(len(all_x)), ["all runs" if v is None else str(v) for v in all_x])
     ax.set_xlim(-0.6, len(all_x) - 0.4)
     ax.set_xlabel(x_name)
     ax.set_ylabel(axis_label(metric.metric, scale))

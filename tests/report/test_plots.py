@@ -203,6 +203,16 @@ def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
         figure(data, PlotRequest(kind="timeseries", y="rtt_avg"))
 
 
+def test_experiment_without_sweep(shootout_db: Path) -> None:
+    with ResultStore(shootout_db) as store:
+        single = load(store, "single")
+    with pytest.raises(SelectionError, match=r"no `vary:`.*--kind box"):
+        figure(single, PlotRequest(kind="line"))
+    ax = figure(single, PlotRequest(kind="box")).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["all runs"]
+    assert ax.get_ylabel() == "throughput (Gbit/s)"
+
+
 def netrig(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "netrig", *args], capture_output=True, text=True, timeout=60
