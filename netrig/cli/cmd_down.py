@@ -29,15 +29,24 @@ def down(labs: tuple[str, ...]) -> None:
 
 
 @cli.command("clean")
+@click.option("--force", is_flag=True, help="Also remove labs whose netrig process still runs.")
 @reports_errors
-def clean() -> None:
+def clean(force: bool) -> None:
     """Remove everything netrig created on this host that is still there.
 
     Works after a crash or kill -9 mid-build: the ledger records each object before it
-    exists. Namespaces and processes netrig did not create are never touched.
+    exists. Namespaces and processes netrig did not create are never touched. A lab
+    whose building process is still running (an experiment in progress) is kept unless
+    --force is given.
     """
     ledger = Ledger()
-    names = ledger.all_lab_names()
+    names = []
+    for name in ledger.all_lab_names():
+        record = ledger.lab(name)
+        if not force and record is not None and record.builder_alive():
+            console.print(f"[yellow]kept lab {name}: netrig process {record.pid} is using it[/]")
+        else:
+            names.append(name)
     total_ns = total_proc = 0
     for name in names:
         report = teardown(ledger, name)

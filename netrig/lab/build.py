@@ -208,10 +208,19 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
             )
     for index, addr, mac in node.neighbors:
         reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr} in {where}"))
+    # traffic a node starts towards the lab leaves from its loopback, as on a router: replies
+    # to an unbound socket then come from the address the peer asked for
+    prefsrc = {":" in c: c.split("/")[0] for c in reversed(node.loopbacks)}
     for route in node.routes:
         dst, plen = route.dst.split("/")
         reqs.append(
-            nlwire.new_route(dst, int(plen), route.nexthops, what=f"route {route.dst} in {where}")
+            nlwire.new_route(
+                dst,
+                int(plen),
+                route.nexthops,
+                prefsrc=prefsrc.get(":" in dst),
+                what=f"route {route.dst} in {where}",
+            )
         )
     return reqs
 

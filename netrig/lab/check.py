@@ -110,10 +110,8 @@ def default_ttl(plan: LabPlan, family: int) -> int:
 
 
 def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
-    """Router hops between hosts (switch fabrics count as one hop)."""
-    import numpy as np
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import shortest_path
+    """Router hops between hosts (a switched segment counts as one hop)."""
+    from netrig.plan.routes import distances
 
     hosts = [h.name for h in plan.hosts()]
     index = {name: i for i, name in enumerate(hosts)}
@@ -123,8 +121,7 @@ def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
             rows.append(index[node])
             cols.append(len(hosts) + k)
     size = len(hosts) + len(plan.networks)
-    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(size, size)).tocsr()
-    dist = shortest_path(graph, directed=False, unweighted=True, indices=np.arange(len(hosts))) / 2
+    dist = distances(len(hosts), size, rows, cols, [1] * len(rows)) / 2
     return {a: {b: dist[i, j] for b, j in index.items()} for a, i in index.items()}
 
 

@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS labs (
     created REAL NOT NULL,
     nodes INTEGER NOT NULL,
     source TEXT,                    -- the lab file, if any
-    pid INTEGER NOT NULL            -- the netrig process that built it
+    pid INTEGER NOT NULL,           -- the netrig process that built it (and may still use it)
+    starttime INTEGER               -- its start time, so a reused pid is not mistaken for it
 );
 CREATE TABLE IF NOT EXISTS objects (
     id INTEGER PRIMARY KEY,
@@ -50,6 +51,11 @@ class LabRecord:
     nodes: int
     source: str | None
     pid: int
+    starttime: int | None = None
+
+    def builder_alive(self) -> bool:
+        """The process that built the lab still runs (e.g. `netrig run` using it)."""
+        return self.starttime is not None and process_alive(self.pid, self.starttime)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,9 @@ class Ledger:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(labs)")}
+        if "starttime" not in columns:  # a ledger written by an earlier netrig
+            self.db.execute("ALTER TABLE labs ADD COLUMN starttime INTEGER")
 
     def close(self) -> None:
         self.db.close()
@@ -95,8 +104,17 @@ class Ledger:
     def begin_lab(self, name: str, nodes: int, source: str | None) -> None:
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO labs(name, state, created, nodes, source, pid) VALUES (?,?,?,?,?,?)",
-                (name, "building", time.time(), nodes, source, os.getpid()),
+                "INSERT INTO labs(name, state, created, nodes, source, pid, starttime) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (
+                    name,
+                    "building",
+                    time.time(),
+                    nodes,
+                    source,
+                    os.getpid(),
+                    process_starttime(os.getpid()),
+                ),
             )
 
     def set_lab_state(self, name: str, state: str) -> None:

@@ -230,6 +230,7 @@ def new_route(
     dst_len: int,
     nexthops: Iterable[tuple[str, int]],
     *,
+    prefsrc: str | None = None,
     what: str = "",
     protocol: int = RTPROT_STATIC,
 ) -> Request:
@@ -240,6 +241,8 @@ def new_route(
         family, dst_len, 0, 0, RT_TABLE_MAIN, protocol, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0
     )
     body += attr(RTA_DST, addr_bytes(dst))
+    if prefsrc:
+        body += attr(RTA_PREFSRC, addr_bytes(prefsrc))
     if len(hops) == 1:
         gw, oif = hops[0]
         body += attr(RTA_GATEWAY, addr_bytes(gw)) + attr_u32(RTA_OIF, oif)

@@ -31,13 +31,13 @@ def teardown(ledger: Ledger, lab: str, wait: float = 2.0) -> TeardownReport:
     report = TeardownReport(lab, skipped=[])
     objects = ledger.objects(lab)
     ns_objects = [o for o in objects if o.kind == "netns"]
-    inodes = {o.inode for o in ns_objects if o.inode}
-    # also the live identity of intent-only namespaces (killed before the ledger update)
+    # namespace identities to look for processes in: only those still mounted at the
+    # recorded name (a freed namespace's inode number can be reused by someone else's)
+    inodes = set()
     for o in ns_objects:
-        if not o.inode:
-            ino = netns.ns_inode(o.name)
-            if ino:
-                inodes.add(ino)
+        current = netns.ns_inode(o.name)
+        if current and (not o.inode or current == o.inode):
+            inodes.add(current)
     victims = {}
     for o in objects:
         if o.kind == "process" and o.pid and process_starttime(o.pid) == o.starttime:

@@ -36,7 +36,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cols.append(n_h + k)
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
-    dist = _distances(n_h, n_v, rows, cols, weights)
+    dist = distances(n_h, n_v, rows, cols, weights)
 
     dest_prefixes = _destination_prefixes(plan, hosts, nets)
     routes: dict[str, list[RoutePlan]] = {}
@@ -64,7 +64,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
 SCIPY_FROM_VERTICES = 400
 
 
-def _distances(
+def distances(
     n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int]
 ) -> np.ndarray:
     """Distances from every host to every vertex. Small labs: Dijkstra in Python (importing

@@ -15,9 +15,10 @@ from netrig.doctor.tools import TOOLS, has_tool, probe_tools
 # Installed here and by setup.sh, so found on every netrig machine of this kind.
 FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",
          "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
-         "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy"]
+         "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy", "chromium",
+         "matplotlib"]
 # Neither installed here nor by setup.sh.
-NOT_FOUND = ["ovs", "wrk", "ab", "trafgen", "haproxy", "nginx", "pen", "chromium"]
+NOT_FOUND = ["ovs", "wrk", "ab", "trafgen", "haproxy", "nginx", "pen"]
 
 
 @pytest.fixture(scope="module")

@@ -111,3 +111,13 @@ def test_sigterm_during_up_removes_the_partial_lab(tmp_path, lab_name) -> None: 
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert not [n for n in netns.list_names() if n.startswith(lab_name + "-")]
+
+
+def test_clean_keeps_a_lab_in_use_unless_forced(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "pair"}})  # built by this (still running) process
+    kept = netrig_cli("clean")
+    assert kept.returncode == 0 and f"kept lab {lab.name}" in kept.stdout
+    assert lab.exists()
+    forced = netrig_cli("clean", "--force")
+    assert forced.returncode == 0
+    assert not lab.exists()
