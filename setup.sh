@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # netrig set-up: install what is missing (Debian packages, a virtualenv), then
-#   ./setup.sh demo    build a demo lab, show its paths and numbers, remove it (default)
+#   ./setup.sh demo    build a demo lab and trace it, then run a small seed-000 experiment (default)
 #   ./setup.sh test    lint and run the test suite (what CI runs)
 #   ./setup.sh bench   run every benchmark in benchmarks/ and print its figures
 # Must run as root (netrig creates network namespaces).
@@ -48,12 +48,14 @@ main() {
     case "$job" in
         demo)
             netrig doctor || true
+            echo; echo "\$ netrig up examples/ring16.yaml"
             netrig up examples/ring16.yaml
             echo; echo "\$ netrig trace ring16 n1 n9 --count 64   # two equal 8-hop paths"
             netrig trace ring16 n1 n9 --count 64 || true
-            echo; echo "\$ netrig exec ring16 n1 -- ping -c3 -i0.2 198.18.0.9"
-            netrig exec ring16 n1 -- ping -c3 -i0.2 198.18.0.9 || true
             netrig down ring16
+            echo; echo "\$ netrig run examples/seed000-static.yaml --set duration=2 --repeat 2"
+            netrig run examples/seed000-static.yaml --set duration=2 --repeat 2 --db netrig.db
+            echo; echo "results are in netrig.db: try 'netrig results list --db netrig.db'"
             ;;
         test)
             ruff check netrig tests benchmarks
