@@ -26,8 +26,11 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     Usable means: links up, addresses and routes installed, spanning tree settled,
     and (unless --no-check) every pair of nodes the routing promises to connect
     answering pings. The lab stays up until `netrig down NAME`.
+
+    FILE may also be an experiment file (with `measure:`): its lab is built as for the
+    first point of its sweep, and nothing is measured (that is `netrig run`).
     """
-    lab = Lab.from_file(file)
+    lab = _lab_of(file)
 
     def progress(msg: str) -> None:
         if not quiet:
@@ -47,6 +50,28 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
         f"{len(plan.links)} links, {timings.routes} routes ({'; '.join(details)})",
         soft_wrap=True,
     )
+
+
+def _lab_of(file: str) -> Lab:
+    """A lab file's lab, or the lab of an experiment file's first sweep point."""
+    import os
+
+    import yaml
+
+    from netrig.spec.experiment import EXPERIMENT_KEYS, load_experiment
+
+    try:
+        with open(file, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError):
+        data = None  # Lab.from_file reports it with its position
+    if not isinstance(data, dict) or not any(k in data for k in EXPERIMENT_KEYS):
+        return Lab.from_file(file)
+    point = load_experiment(file).points[0]
+    if point.values:
+        err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")
+    point.plan.source_file = os.path.abspath(file)
+    return Lab(point.plan)
 
 
 def node_table(plan: LabPlan, limit: int = TABLE_ROWS) -> Table:

@@ -121,3 +121,15 @@ def test_clean_keeps_a_lab_in_use_unless_forced(make_lab) -> None:  # type: igno
     forced = netrig_cli("clean", "--force")
     assert forced.returncode == 0
     assert not lab.exists()
+
+
+def test_up_accepts_an_experiment_file(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    path = write_lab(
+        tmp_path, lab_name,
+        "topology: {kind: chain, nodes: '{n}'}\nmeasure:\n  - ping: {src: n1, dst: n2}\n"
+        "vary: {n: [3, 5]}\n",
+    )
+    up = netrig_cli("up", "-q", path)
+    assert up.returncode == 0, up.stderr
+    assert "first point (n=3)" in up.stderr and f"lab {lab_name} is up" in up.stdout
+    assert len([n for n in netns.list_names() if n.startswith(lab_name + "-")]) == 3
