@@ -113,7 +113,11 @@ class Lab:
                 label, tail = crashed[0]
                 raise LabError(f"{label} exited during start-up; last log lines:\n{tail}")
             if time.monotonic() > deadline:
-                raise LabError(f"{proto.name} did not converge within {timeout:g} s")
+                missing = proto.pending()
+                raise LabError(
+                    f"{proto.name} did not converge within {timeout:g} s"
+                    + (f"; still missing: {missing}" if missing else "")
+                )
             time.sleep(proto.poll_interval)
         if self.timings:
             self.timings.extra["converged"] = time.perf_counter() - start

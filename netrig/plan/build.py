@@ -121,7 +121,8 @@ def build_plan(graph: LabGraph) -> LabPlan:
         for iface in node.ifaces:
             iface.master = "br0"
 
-    segments = _segments(nodes, links, graph, bridged_hosts, spec.addressing.mode)
+    mode = proto.addressing or spec.addressing.mode  # a protocol may force its mode
+    segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
     if problems:
         raise SpecError(problems)
@@ -311,7 +312,19 @@ def _assign_addresses(
     problems: list[Problem],
 ) -> list[NetworkPlan]:
     addressing = graph.spec.addressing
-    families = [p for p in (addressing.ipv4, addressing.ipv6) if p is not None]
+    routed = graph.protocol.families  # a family the protocol cannot route gets no addresses
+    families = [
+        p for p in (addressing.ipv4, addressing.ipv6) if p is not None and p.version in routed
+    ]
+    if not families:
+        problems.append(
+            Problem(
+                graph.where(("addressing",)),
+                f"routing {graph.protocol.name!r} routes only "
+                + " and ".join(f"IPv{f}" for f in routed)
+                + ", which this file turns off",
+            )
+        )
     networks = [NetworkPlan([], list(seg.members), seg.cost) for seg in segments]
     hosts = [n for n in nodes.values() if n.kind == "host"]
     for pool in families:

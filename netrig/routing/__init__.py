@@ -34,6 +34,7 @@ class RoutingProtocol:
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
     tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
+    families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
     convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
     poll_interval: ClassVar[float] = 0.2
 
@@ -58,6 +59,10 @@ class RoutingProtocol:
         """True once the protocol's routes are in place; `up` polls it."""
         return True
 
+    def pending(self) -> str:
+        """What the last converged() call found missing, for the timeout message."""
+        return ""
+
 
 PROTOCOLS: dict[str, type[RoutingProtocol]] = {}
 
@@ -68,10 +73,10 @@ def register(cls: type[RoutingProtocol]) -> type[RoutingProtocol]:
 
 
 def load_plugins() -> dict[str, type[RoutingProtocol]]:
-    """Import every module of this package once, so each registers its protocol."""
-    if not PROTOCOLS:
-        for info in pkgutil.iter_modules(__path__):
-            importlib.import_module(f"{__name__}.{info.name}")
+    """Import every module of this package, so each registers its protocol (modules already
+    imported, e.g. one a test imported directly, cost a dictionary lookup)."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
     return PROTOCOLS
 
 

@@ -117,6 +117,20 @@ def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.Ro
         problems = _problems(exc, doc, protocols[name].Options, prefix=("routing",))
         raise SpecError(problems) from None
     cls = type(proto)
+    if (
+        cls.addressing
+        and "mode" in spec.addressing.model_fields_set
+        and spec.addressing.mode != cls.addressing
+    ):
+        raise SpecError(
+            [
+                Problem(
+                    where(("addressing", "mode")),
+                    f"routing {name!r} needs addressing mode {cls.addressing!r} "
+                    f"(got {spec.addressing.mode!r}); leave `mode` out or set it so",
+                )
+            ]
+        )
     if spec.addressing.mode in cls.refuses_addressing:
         raise SpecError(
             [

@@ -1,0 +1,61 @@
+"""netrig link / node: faults by hand on a running lab, to poke it and watch it heal.
+
+netrig link ring n3 n4 down      # both ends of the n3–n4 link
+netrig node ring n5 stop         # n5's routing daemon(s), by PID
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from netrig.cli import cli
+from netrig.cli.common import console, reports_errors
+from netrig.lab import faults
+from netrig.lab.lab import Lab
+
+
+@cli.command("link")
+@click.argument("lab")
+@click.argument("a")
+@click.argument("b")
+@click.argument("state", type=click.Choice(["down", "up"]))
+@reports_errors
+def link(lab: str, a: str, b: str, state: str) -> None:
+    """Set the link between nodes A and B of LAB down or up (both of its ends).
+
+    Bringing it up restores what the kernel dropped with it (IPv6 addresses, fixed
+    neighbour entries); the routing protocol does the rest.
+    """
+    running = Lab.attach(lab)
+    started = time.perf_counter()
+    found = faults.set_link(running, a, b, up=state == "up")
+    ms = (time.perf_counter() - started) * 1000
+    console.print(
+        f"lab {lab}: link {found.a}:{found.a_iface} – {found.b}:{found.b_iface} {state} "
+        f"({ms:.1f} ms)"
+    )
+
+
+@cli.command("node")
+@click.argument("lab")
+@click.argument("node")
+@click.argument("action", type=click.Choice(["stop", "start"]))
+@reports_errors
+def node(lab: str, node: str, action: str) -> None:
+    """Stop or start again the routing daemon(s) of NODE in LAB.
+
+    Stop ends them by PID (SIGTERM, then SIGKILL after a grace period); start runs them
+    again with the configuration they had. Links and addresses stay as they are.
+    """
+    running = Lab.attach(lab)
+    if action == "stop":
+        stopped = faults.stop_node(running, node)
+        console.print(f"lab {lab}: stopped {', '.join(stopped) or 'nothing (none running)'}")
+        return
+    started, skipped = faults.start_node(running, node)
+    if started:
+        console.print(f"lab {lab}: started {', '.join(started)}")
+    if skipped:
+        console.print(f"lab {lab}: already running: {', '.join(skipped)}")

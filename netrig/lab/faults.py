@@ -1,0 +1,275 @@
+"""Faults injected into a running lab: links down and up, routing daemons stopped and started,
+link rates changed; by hand (`netrig link`, `netrig node`) or on a timeline of events.
+
+    set_link(lab, "n3", "n4", up=False)      # both ends, over rtnetlink in each namespace
+    stop_node(lab, "n5"); start_node(lab, "n5")
+    timeline = Timeline(lab, parse_events(["link n3-n4 down @ 2s", "link n3-n4 up @ 5s"]))
+    timeline.start(); ...; timeline.join()   # timeline.log: what happened, when
+
+A link brought back up gets back what the kernel dropped when it went down: its IPv6
+addresses (flushed on down unless keep_addr_on_down) and its permanent neighbour entries,
+exactly as the plan has them, so the lab is as it was before the fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import re
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Network
+from typing import TYPE_CHECKING
+
+from netrig.lab import netns, nlwire
+from netrig.lab.build import BadInput, LabError
+from netrig.plan.model import LinkPlan
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import LabPlan
+
+
+# ------------------------------------------------------------------ links
+
+
+def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
+    """The link between nodes A and B, whichever way round the file wrote it."""
+    plan.node(a)
+    plan.node(b)
+    for link in plan.links:
+        if {link.a, link.b} == {a, b}:
+            return link
+    neighbours = sorted({i.peer for i in plan.node(a).ifaces})
+    raise BadInput(
+        f"lab {plan.name!r} has no link between {a} and {b} "
+        f"({a} is linked to {', '.join(neighbours) or 'nothing'})"
+    )
+
+
+def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
+    """Both ends of the A–B link administratively down (or up again)."""
+    link = find_link(lab.plan, a, b)
+    for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
+        iface = lab.plan.node(node).iface(ifname)
+        requests = [nlwire.set_link(iface.index, up=up, what=f"{ifname} of {node}")]
+        if up:
+            requests += _restore_requests(lab.plan, node, iface.index)
+        _send(lab, node, requests)
+    return link
+
+
+def _restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Request]:
+    """The plan's addresses and permanent neighbours of one interface (EEXIST is fine)."""
+    plan_node = plan.node(node)
+    iface = next(i for i in plan_node.ifaces if i.index == index)
+    out = []
+    for cidr in iface.addrs:
+        addr, plen = cidr.split("/")
+        brd = None
+        if ":" not in addr and int(plen) < 31:
+            brd = str(IPv4Network(cidr, strict=False).broadcast_address)
+        out.append(nlwire.new_addr(index, addr, int(plen), broadcast=brd))
+    for nindex, addr, mac in plan_node.neighbors:
+        if nindex == index:
+            out.append(nlwire.new_neighbor(index, addr, mac))
+    return out
+
+
+def _send(lab: Lab, node: str, requests: list[nlwire.Request]) -> None:
+    def work() -> list[nlwire.NetlinkError]:
+        with nlwire.RtnlSocket() as sock:
+            return sock.send_batch(requests)
+
+    errors = [e for e in netns.in_netns(lab.ns(node), work) if e.code != errno.EEXIST]
+    if errors:
+        raise LabError(f"in {lab.ns(node)}: {errors[0]}")
+
+
+def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
+    """A token-bucket rate limit (bit/s) on both ends of A–B, replacing any; None removes it."""
+    from pyroute2 import IPRoute
+
+    link = find_link(lab.plan, a, b)
+    for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
+        index = lab.plan.node(node).iface(ifname).index
+
+        def apply(index: int = index) -> None:
+            with IPRoute() as ipr:
+                if rate is None:
+                    # no qdisc of ours there: nothing to remove
+                    with contextlib.suppress(Exception):
+                        ipr.tc("del", index=index, handle="1:")
+                    return
+                size = max(16 * 1024, rate // 8 // 200)  # as the lab builder sizes bursts
+                ipr.tc(
+                    "replace",
+                    "tbf",
+                    index=index,
+                    handle="1:",
+                    rate=rate // 8,
+                    burst=size,
+                    latency=50_000,
+                )
+
+        try:
+            netns.in_netns(lab.ns(node), apply)
+        except Exception as exc:  # pyroute2's NetlinkError
+            raise LabError(f"rate on {node}:{ifname}: {exc}") from exc
+    return link
+
+
+# ------------------------------------------------------------------ nodes
+
+
+def stop_node(lab: Lab, node: str) -> list[str]:
+    """Stop NODE's routing daemon(s) by PID; returns what was stopped."""
+    from netrig.routing import _daemons
+
+    lab.plan.node(node)
+    if not _daemons.recorded(lab, node):
+        raise _no_daemon(lab, node)
+    return _daemons.stop(lab, node, reason="stopped by hand")
+
+
+def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
+    """Start NODE's routing daemon(s) again with the command lines they had;
+    returns (started, already running)."""
+    from netrig.routing import _daemons
+
+    lab.plan.node(node)
+    known = _daemons.recorded(lab, node)
+    if not known:
+        raise _no_daemon(lab, node)
+    alive = _daemons.running(lab, node)
+    started, skipped = [], []
+    for name, argv in known.items():
+        if name in alive:
+            skipped.append(f"{node}/{name} (pid {alive[name]})")
+            continue
+        _daemons.start(lab, node, name, argv)
+        started.append(f"{node}/{name}")
+    return started, skipped
+
+
+def _no_daemon(lab: Lab, node: str) -> BadInput:
+    return BadInput(
+        f"node {node} of lab {lab.name!r} runs no routing daemon (protocol {lab.plan.protocol})"
+    )
+
+
+# ------------------------------------------------------------------ timeline
+
+_RATE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_EVENT = re.compile(
+    r"^\s*(?:(?P<link>link)\s+(?P<a>[\w.]+(?:-[\w.]+)*?)-(?P<b>[\w.]+(?:-[\w.]+)*)\s+"
+    r"(?P<what>down|up|rate\s+(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[kmg]?)bit|rate\s+off)"
+    r"|(?P<node>node)\s+(?P<n>[\w.-]+)\s+(?P<verb>stop|start))"
+    r"\s*@\s*(?P<at>\d+(?:\.\d+)?)\s*(?P<ms>ms|s)?\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One fault at `at` seconds after the timeline starts."""
+
+    at: float
+    kind: str  # link-down | link-up | link-rate | node-stop | node-start
+    target: tuple[str, ...]  # (a, b) or (node,)
+    rate: int | None = None  # bit/s for link-rate (None: remove the limit)
+
+    def __str__(self) -> str:
+        what = {"link-rate": f"rate {self.rate or 'off'}"}.get(self.kind, self.kind.split("-")[1])
+        return f"{self.kind.split('-')[0]} {'-'.join(self.target)} {what} @ {self.at:g}s"
+
+
+def parse_event(text: str) -> Event:
+    """`link n3-n4 down @ 2s`, `link n1-n2 rate 10mbit @ 500ms`, `node n5 stop @ 3`."""
+    m = _EVENT.match(text)
+    if not m:
+        raise ValueError(
+            f"cannot read event {text!r}; write `link A-B down|up|rate 10mbit|rate off @ T` "
+            "or `node N stop|start @ T` (T in s or ms)"
+        )
+    at = float(m["at"]) / (1000 if m["ms"] == "ms" else 1)
+    if m["link"]:
+        what = m["what"]
+        if what in ("down", "up"):
+            return Event(at, f"link-{what}", (m["a"], m["b"]))
+        rate = int(float(m["rate"]) * _RATE_UNITS[m["unit"]]) if m["rate"] else None
+        return Event(at, "link-rate", (m["a"], m["b"]), rate)
+    return Event(at, f"node-{m['verb']}", (m["n"],))
+
+
+def parse_events(texts: list[str]) -> list[Event]:
+    return sorted((parse_event(t) for t in texts), key=lambda e: e.at)
+
+
+def check_events(plan: LabPlan, events: list[Event]) -> list[Event]:
+    """Before anything runs: every link and node an event names exists. Returns the events
+    with link ends read against the plan's node names (`r-1-r-2` is r-1 and r-2 there)."""
+    out = []
+    for event in events:
+        if event.kind.startswith("link"):
+            joined = "-".join(event.target)
+            parts = joined.split("-")
+            for cut in range(1, len(parts)):
+                a, b = "-".join(parts[:cut]), "-".join(parts[cut:])
+                if a in plan.nodes and b in plan.nodes:
+                    event = replace(event, target=(a, b))
+                    break
+            find_link(plan, *event.target)
+        else:
+            plan.node(event.target[0])
+        out.append(event)
+    return out
+
+
+def apply(lab: Lab, event: Event) -> None:
+    if event.kind in ("link-down", "link-up"):
+        set_link(lab, *event.target, up=event.kind == "link-up")
+    elif event.kind == "link-rate":
+        set_rate(lab, *event.target, event.rate)
+    elif event.kind == "node-stop":
+        stop_node(lab, event.target[0])
+    else:
+        start_node(lab, event.target[0])
+
+
+@dataclass
+class Timeline:
+    """Applies events at their times in a background thread; `log` records (planned time,
+    actual time, event, error or None), times in seconds from `start()`."""
+
+    lab: Lab
+    events: list[Event]
+    log: list[tuple[float, float, Event, str | None]] = field(default_factory=list)
+    _thread: threading.Thread | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    started_at: float = 0.0
+
+    def start(self) -> None:
+        self.events = check_events(self.lab.plan, self.events)
+        self.started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="netrig-timeline", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for event in sorted(self.events, key=lambda e: e.at):
+            delay = self.started_at + event.at - time.monotonic()
+            if delay > 0 and self._stop.wait(delay):
+                return
+            error = None
+            try:
+                apply(self.lab, event)
+            except Exception as exc:  # recorded, not raised: the measurement goes on
+                error = str(exc)
+            self.log.append((event.at, time.monotonic() - self.started_at, event, error))
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -1,0 +1,220 @@
+"""What the daemon-running protocols (batman, babel, ospf) share.
+
+- `start`: a supervised daemon in a node, its command line kept in the node's directory
+  (`daemons.json`) so `netrig node LAB N start` can start it again exactly the same way;
+- `stop`: SIGTERM by PID and start time from the ledger, SIGKILL after a grace period, and
+  the record dropped, so a daemon stopped on purpose is not reported as crashed;
+- `Reachability`: which nodes have a kernel route to which other nodes' addresses, read
+  over rtnetlink from every namespace in one pass (what `converged()` polls).
+
+    start(lab, "n1", "bird", ["bird", "-f", "-c", conf])
+    reach = Reachability(lab)
+    reach.missing()        # [("n1", "n4", "198.18.0.4"), …] until routes are in
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from ipaddress import ip_address
+from typing import TYPE_CHECKING
+
+from netrig.lab import netns, nlwire
+from netrig.lab.build import LabError
+from netrig.lab.ledger import ObjectRecord, process_alive
+from netrig.lab.teardown import end_processes
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+
+DAEMONS_FILE = "daemons.json"
+STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (bird and batmand clean up routes)
+RTM_GETROUTE = 26
+RTN_UNICAST = 1
+RTPROT_KERNEL = 2  # connected routes the kernel adds for addresses: not the protocol's
+RTA_DST, RTA_TABLE = 1, 15
+
+
+# ------------------------------------------------------------------ daemons
+
+
+def require_tools(*tools: str, package: str) -> None:
+    """A clear error before anything starts, instead of a FileNotFoundError per node."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        raise LabError(f"{', '.join(missing)} not found; install it: apt-get install -y {package}")
+
+
+def write_file(lab: Lab, node: str, name: str, text: str) -> str:
+    """A config file in the node's directory; returns its path."""
+    path = os.path.join(lab.node_dir(node), name)
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def start(lab: Lab, node: str, name: str, argv: list[str]) -> None:
+    """Start daemon NAME in NODE and remember its command line for a later restart."""
+    path = os.path.join(lab.node_dir(node), DAEMONS_FILE)
+    known = recorded(lab, node)
+    known[name] = argv
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(known, fh)
+    os.replace(tmp, path)
+    _note(lab, node, name, "started: " + " ".join(argv))
+    lab.start_daemon(node, argv, name)
+
+
+def recorded(lab: Lab, node: str) -> dict[str, list[str]]:
+    """The daemons start() ran in NODE: name → command line."""
+    try:
+        with open(os.path.join(lab.node_dir(node), DAEMONS_FILE)) as fh:
+            data: dict[str, list[str]] = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    return data
+
+
+def processes(lab: Lab, node: str | None = None) -> list[ObjectRecord]:
+    """The ledger's process records of the lab (of one node), running or not."""
+    objs = lab.ledger.objects(lab.name, "process")
+    return [o for o in objs if node is None or o.node == node]
+
+
+def daemon_name(lab: Lab, obj: ObjectRecord) -> str:
+    """`bird` from the record label `lab/node/bird`."""
+    return obj.name.removeprefix(f"{lab.name}/{obj.node}/")
+
+
+def running(lab: Lab, node: str) -> dict[str, int]:
+    """name → PID of the daemons of NODE that are alive."""
+    return {
+        daemon_name(lab, o): o.pid
+        for o in processes(lab, node)
+        if o.pid and process_alive(o.pid, o.starttime)
+    }
+
+
+def stop(lab: Lab, node: str | None = None, reason: str = "stopped") -> list[str]:
+    """End the daemons of the lab (or of one node) gently, all at once; returns labels."""
+    objs = processes(lab, node)
+    victims = {o.pid: o.starttime for o in objs if o.pid and process_alive(o.pid, o.starttime)}
+    end_processes(victims, STOP_GRACE)
+    labels = []
+    for o in objs:
+        if o.node is not None and o.pid in victims:
+            _note(lab, o.node, daemon_name(lab, o), f"{reason} (pid {o.pid})")
+        lab.ledger.forget_object(o.id)
+        labels.append(o.name.removeprefix(f"{lab.name}/"))
+    return labels
+
+
+def _note(lab: Lab, node: str, name: str, what: str) -> None:
+    """A line of netrig's own in the daemon's log, so restarts and stops show there."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    with open(os.path.join(lab.node_dir(node), f"{name}.log"), "a") as fh:
+        fh.write(f"# netrig {stamp}: {name} {what}\n")
+
+
+# ------------------------------------------------------------------ routes
+
+
+@dataclass(frozen=True)
+class Route:
+    family: int  # 4 or 6
+    dst: int  # network address as an integer
+    plen: int
+    table: int
+    protocol: int  # rtm_protocol: 2 kernel, 4 static (batmand), 12 bird, 42 babel
+
+
+def dump_routes(lab: Lab, nodes: list[str]) -> dict[str, list[Route]]:
+    """Every unicast route of every table of each node, from one worker thread."""
+
+    def work() -> dict[str, list[Route]]:
+        out: dict[str, list[Route]] = {}
+        for node in nodes:
+            with netns.entered(lab.ns(node)), nlwire.RtnlSocket() as sock:
+                body = struct.pack("=BBBBBBBBI", 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                replies = sock.request(RTM_GETROUTE, nlwire.NLM_F_DUMP, body)
+            out[node] = [r for _t, payload in replies if (r := _route(payload))]
+        return out
+
+    return netns.run_in_thread(work)
+
+
+def _route(payload: bytes) -> Route | None:
+    family, plen, _src, _tos, table, proto, _scope, rtype, _flags = struct.unpack_from(
+        "=BBBBBBBBI", payload
+    )
+    if rtype != RTN_UNICAST or family not in (socket.AF_INET, socket.AF_INET6):
+        return None
+    attrs = nlwire.parse_attrs(payload, 12)
+    if RTA_TABLE in attrs:
+        table = struct.unpack("=I", attrs[RTA_TABLE])[0]
+    dst = int.from_bytes(attrs[RTA_DST], "big") if RTA_DST in attrs else 0
+    return Route(4 if family == socket.AF_INET else 6, dst, plen, table, proto)
+
+
+def protocol_route(route: Route) -> bool:
+    """A route a routing protocol put there: not connected, not a default route."""
+    return route.protocol != RTPROT_KERNEL and route.plen > 0
+
+
+class Reachability:
+    """Which (source, target, address) pairs still lack a route: the convergence test.
+
+    Targets are the addresses `up`'s ping check uses (each node's loopback, else its first
+    address), so "converged" means the check that follows can pass. A route counts when
+    `accept(route)` says it is the protocol's own (by default: any non-connected one).
+    """
+
+    def __init__(self, lab: Lab, accept: Callable[[Route], bool] = protocol_route) -> None:
+        self.lab = lab
+        self.accept = accept
+        plan = lab.plan
+        self.nodes = [n.name for n in plan.hosts() if n.ifaces]
+        self.targets: dict[str, list[tuple[int, int, str]]] = {}  # node → (family, int, text)
+        for name in self.nodes:
+            node = plan.node(name)
+            for family in (4, 6):
+                if node.addresses(family):
+                    addr = plan.addr(name, family)
+                    self.targets.setdefault(name, []).append((family, int(ip_address(addr)), addr))
+        self.last: list[tuple[str, str, str]] = []
+
+    def missing(self) -> list[tuple[str, str, str]]:
+        routes = dump_routes(self.lab, self.nodes)
+        out = []
+        for src in self.nodes:
+            # per family and prefix length, the set of routed network addresses
+            have: dict[tuple[int, int], set[int]] = {}
+            for r in routes[src]:
+                if self.accept(r):
+                    have.setdefault((r.family, r.plen), set()).add(r.dst)
+            for dst in self.nodes:
+                if dst == src:
+                    continue
+                for family, value, text in self.targets.get(dst, []):
+                    bits = 32 if family == 4 else 128
+                    if not any(
+                        (value >> (bits - plen)) << (bits - plen) in nets
+                        for (fam, plen), nets in have.items()
+                        if fam == family
+                    ):
+                        out.append((src, dst, text))
+        self.last = out
+        return out
+
+    def describe(self, limit: int = 6) -> str:
+        """`n1→n4 (198.18.0.4), … and 7 more` for the last check."""
+        shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in self.last[:limit])
+        more = f" and {len(self.last) - limit} more" if len(self.last) > limit else ""
+        return f"no route for {shown}{more}" if self.last else ""

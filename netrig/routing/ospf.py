@@ -1,0 +1,146 @@
+"""ospf: OSPFv2 (IPv4) and OSPFv3 (IPv6) by BIRD 2, one daemon per node, one area.
+
+Each node gets a generated bird.conf in its directory: router id = its IPv4 loopback
+(else an address, else its index), every interface in the area with the lab file's link
+`cost` (point-to-point on veth links, broadcast towards a switch), its loopbacks as
+stub networks (OSPFv2) or as external routes from `direct` (OSPFv3 ignores `lo`, which has
+no link-local address), and a kernel protocol per family that installs what OSPF learned
+into the main table (proto bird). The control socket lives beside the config:
+`birdc -s <node dir>/bird.ctl show ospf neighbors`.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from netrig.routing import RoutingProtocol, _daemons, register
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import IfacePlan
+
+RTPROT_BIRD = 12
+
+
+class OspfOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    area: int = Field(0, ge=0, le=4294967295, description="the one area every interface is in")
+    hello: int = Field(10, ge=1, le=65535, description="seconds between hellos (BIRD: 10)")
+    dead: int | None = Field(
+        None, ge=1, le=65535, description="seconds without hello before a neighbour is down"
+    )
+    ecmp: bool = Field(True, description="install equal-cost paths as multipath routes")
+    debug: bool = Field(False, description="log OSPF events and packets (verbose)")
+
+    @model_validator(mode="after")
+    def _dead_after_hello(self) -> OspfOptions:
+        if self.dead is not None and self.dead <= self.hello:
+            raise ValueError(f"dead ({self.dead} s) must be longer than hello ({self.hello} s)")
+        return self
+
+
+@register
+class Ospf(RoutingProtocol):
+    name = "ospf"
+    summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
+    Options = OspfOptions
+    refuses_addressing = ("shared-subnet",)
+    tools = ("bird",)
+    convergence_timeout = 60.0
+
+    def __init__(self, options: BaseModel) -> None:
+        super().__init__(options)
+        self._reach: _daemons.Reachability | None = None
+
+    @property
+    def opts(self) -> OspfOptions:
+        assert isinstance(self.options, OspfOptions)
+        return self.options
+
+    def config(self, lab: Lab, node: str) -> str:
+        """bird.conf for one node."""
+        plan_node = lab.plan.node(node)
+        o = self.opts
+        v4 = bool(plan_node.addresses(4))
+        v6 = bool(plan_node.addresses(6))
+        out = [
+            f"# BIRD for {lab.name}/{node}, written by netrig",
+            "log stderr all;",
+            f"router id {_router_id(lab, node)};",
+            "protocol device { }",
+        ]
+        if o.debug:
+            out.append("debug protocols all;")
+        ifaces = "\n".join(self._iface(lab, i) for i in plan_node.ifaces)
+        # the kernel gets what OSPF learned; routes of `direct` stay inside BIRD
+        kernel_export = "export where source != RTS_DEVICE;"
+        merge = " merge paths on;" if o.ecmp else ""
+        ecmp = "on" if o.ecmp else "off"
+        if v4:
+            out += [
+                f"protocol kernel k4 {{{merge} ipv4 {{ import none; {kernel_export} }}; }}",
+                "protocol ospf v2 ospf4 {",
+                f"  ecmp {ecmp};",
+                "  ipv4 { import all; export none; };",
+                f"  area {o.area} {{",
+                '    interface "lo" { stub yes; type ptp; };',
+                ifaces,
+                "  };",
+                "}",
+            ]
+        if v6:
+            out += [
+                f"protocol kernel k6 {{{merge} ipv6 {{ import none; {kernel_export} }}; }}",
+                'protocol direct lo6 { ipv6; interface "lo"; }',
+                "protocol ospf v3 ospf6 {",
+                f"  ecmp {ecmp};",
+                "  ipv6 { import all; export where source = RTS_DEVICE; };",
+                f"  area {o.area} {{",
+                ifaces,
+                "  };",
+                "}",
+            ]
+        return "\n".join(out) + "\n"
+
+    def _iface(self, lab: Lab, iface: IfacePlan) -> str:
+        o = self.opts
+        kind = "broadcast" if lab.plan.node(iface.peer).kind == "switch" else "ptp"
+        cost = lab.plan.links[iface.link].cost
+        dead = f" dead {o.dead};" if o.dead else ""
+        return (
+            f'    interface "{iface.name}" {{ type {kind}; cost {cost}; hello {o.hello};{dead} }};'
+        )
+
+    def start(self, lab: Lab) -> None:
+        _daemons.require_tools("bird", package="bird2")
+        self._reach = _daemons.Reachability(lab, accept=_bird_route)
+        for node in self._reach.nodes:
+            where = lab.node_dir(node)
+            conf = _daemons.write_file(lab, node, "bird.conf", self.config(lab, node))
+            argv = ["bird", "-f", "-c", conf, "-s", f"{where}/bird.ctl", "-P", f"{where}/bird.pid"]
+            _daemons.start(lab, node, "bird", argv)
+
+    def stop(self, lab: Lab) -> None:
+        _daemons.stop(lab)
+
+    def converged(self, lab: Lab) -> bool:
+        """Every node has an OSPF route to every other node's loopback (both families)."""
+        if self._reach is None:
+            self._reach = _daemons.Reachability(lab, accept=_bird_route)
+        return not self._reach.missing()
+
+    def pending(self) -> str:
+        return self._reach.describe() if self._reach else ""
+
+
+def _bird_route(route: _daemons.Route) -> bool:
+    return route.protocol == RTPROT_BIRD
+
+
+def _router_id(lab: Lab, node: str) -> str:
+    """The node's IPv4 loopback (unique in the lab), else its first IPv4, else its index."""
+    addrs = lab.plan.node(node).addresses(4)
+    return addrs[0] if addrs else str(IPv4Address(lab.plan.node(node).index))

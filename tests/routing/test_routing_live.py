@@ -1,0 +1,307 @@
+"""Routing daemons in real namespaces: batmand, babeld and BIRD converge, carry traffic,
+reroute around a cut link, are reported when they die, and leave nothing behind.
+
+Every lab comes from the `daemon_lab` fixture: a unique name, removed after the test even
+when it fails, and afterwards none of the daemon PIDs the lab ever recorded is alive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netrig.lab import check, faults
+from netrig.lab.build import LabError
+from netrig.lab.lab import Lab
+from netrig.lab.ledger import process_alive
+from netrig.lab.run import popen
+from netrig.lab.trace import Tracer
+from netrig.results.store import ResultStore
+from netrig.routing.ospf import Ospf
+from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
+
+pytestmark = requires_root
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+FAST = {  # protocol options that make a 6-node ring converge and heal in seconds
+    "babel": {"hello_interval": 1, "smoothing_half_life": 0},
+    "ospf": {"hello": 1, "dead": 4},
+}
+# a cut in the middle of a path: time until traffic flows again, seconds (generous bounds:
+# babel retracts at once on carrier loss, OSPF re-floods LSAs at most every 5 s)
+REROUTE_BOUND = {"babel": 6.0, "ospf": 8.0}
+
+
+@pytest.fixture
+def daemon_lab() -> Iterator[Callable[..., Lab]]:
+    """Build labs from dicts; each is torn down after the test, and every daemon PID it
+    recorded (at start or after a restart) must be gone by then."""
+    built: list[Lab] = []
+    seen: dict[int, int | None] = {}
+
+    def remember(lab: Lab) -> None:
+        for obj in lab.ledger.objects(lab.name, "process"):
+            if obj.pid:
+                seen[obj.pid] = obj.starttime
+
+    def make(spec: dict[str, Any], up: bool = True) -> Lab:
+        lab = Lab.from_spec({"name": new_lab_name("r"), **spec})
+        lab.remember = lambda: remember(lab)  # type: ignore[attr-defined]
+        built.append(lab)
+        if up:
+            lab.up()
+            remember(lab)
+        return lab
+
+    yield make
+    for lab in built:
+        remember(lab)
+        lab.down()
+    left = [pid for pid, start in seen.items() if process_alive(pid, start)]
+    assert not left, f"daemons still running after down: {left}"
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, step: float = 0.05) -> float | None:
+    """Seconds until cond() held, or None if it did not within timeout."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if cond():
+            return time.monotonic() - start
+        time.sleep(step)
+    return None
+
+
+def path_nodes(lab: Lab, src: str, dst: str, family: int = 4) -> list[str] | None:
+    """The nodes a TCP flow from src to dst's loopback crosses, per the kernels' FIBs."""
+    with Tracer(lab.plan) as tracer:
+        path = tracer.trace(src, lab.addr(dst, family))
+    return path.nodes() if path.reached else None
+
+
+def probe(lab: Lab, src: str, dst: str, seconds: int, period_ms: int = 10) -> Any:
+    """fping from src to dst's loopback every period_ms for `seconds`, in the background.
+    fping keeps its schedule through losses (ping slows down, and `ping -w` quits at the
+    first ICMP error), so the sequence numbers it misses measure the outage."""
+    count = seconds * 1000 // period_ms
+    argv = ["fping", "-p", str(period_ms), "-c", str(count), "-t", "500", lab.addr(dst)]
+    return popen(lab.ns(src), argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def outage(output: str, period_ms: int = 10) -> tuple[float, int, int]:
+    """(longest run of lost echoes × period in s, sent, received) from fping's output."""
+    seqs = [int(s) for s in re.findall(r": \[(\d+)\], \d+ bytes", output)]
+    sent = int(re.search(r"xmt/rcv/%loss = (\d+)/", output).group(1))  # type: ignore[union-attr]
+    assert seqs, output[-500:]
+    gaps = [b - a - 1 for a, b in zip([-1, *seqs], [*seqs, sent], strict=True)]
+    return max(gaps) * period_ms / 1000, sent, len(seqs)
+
+
+# ---------------------------------------------------------------- batman
+
+
+@requires_tool("batmand")
+@requires_tool("ping")
+def test_batman_chain_of_3_carries_traffic_end_to_end(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {
+            "topology": {"kind": "chain", "nodes": 3},
+            "routing": {"protocol": "batman", "implementation": "batmand"},
+        }
+    )
+    assert lab.timings is not None and lab.timings.extra["converged"] < 30
+    out = lab.exec("n1", ["ping", "-c3", "-i0.2", "-W2", lab.addr("n3")], capture_output=True)
+    assert out.returncode == 0 and " 0% packet loss" in out.stdout, out.stdout
+    ttl = int(re.search(r"ttl=(\d+)", out.stdout).group(1))  # type: ignore[union-attr]
+    assert ttl == 63  # forwarded once, by n2
+    # batmand's routes are in the kernel (its tables 65/66): the FIB trace follows them
+    assert path_nodes(lab, "n1", "n3") == ["n1", "n2", "n3"]
+    routes = lab.exec("n1", ["ip", "route", "show", "table", "65"], capture_output=True).stdout
+    assert f"{lab.addr('n3')} via " in routes
+    # each node's batmand has its own /var/run: its unix socket answers per node
+    for node in ("n1", "n3"):
+        sock = os.path.join(lab.node_dir(node), "run", "batmand.socket")
+        assert os.path.exists(sock), sock
+
+
+# ---------------------------------------------------------------- babel and ospf
+
+
+@requires_tool("fping")
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        pytest.param("babel", marks=requires_tool("babeld")),
+        pytest.param("ospf", marks=requires_tool("bird")),
+    ],
+)
+def test_ring_of_6_converges_reroutes_around_a_cut_and_heals(daemon_lab, protocol) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {
+            "topology": {"kind": "ring", "nodes": 6},
+            "routing": {"protocol": protocol, **FAST[protocol]},
+        }
+    )
+    assert lab.check_result is not None and lab.check_result.ok
+    assert lab.check_result.pairs == 6 * 5 * 2  # IPv4 and IPv6 loopbacks
+    # converged = every loopback routed; the shortest paths may take a few more updates
+    short = ["n1", "n2", "n3"]
+    assert wait_for(lambda: path_nodes(lab, "n1", "n3") == short, 10) is not None
+    assert wait_for(lambda: path_nodes(lab, "n1", "n3", 6) == short, 10) is not None
+
+    # cut n2–n3 one second into a 100 pkt/s probe from n1 to n3, on the fault timeline
+    seconds = int(3 + REROUTE_BOUND[protocol])
+    fping = probe(lab, "n1", "n3", seconds)
+    timeline = faults.Timeline(lab, faults.parse_events(["link n2-n3 down @ 1s"]))
+    timeline.start()
+    timeline.join(5)
+    assert [(e.kind, err) for _t, _at, e, err in timeline.log] == [("link-down", None)]
+    rerouted = wait_for(lambda: path_nodes(lab, "n1", "n3") is not None, REROUTE_BOUND[protocol])
+    assert rerouted is not None, f"{protocol} did not reroute within {REROUTE_BOUND[protocol]} s"
+    assert path_nodes(lab, "n1", "n3") == ["n1", "n6", "n5", "n4", "n3"]
+    text, _ = fping.communicate(timeout=seconds + 5)
+    lost_for, sent, received = outage(text)
+    assert 0 < lost_for <= rerouted + 1.5, (lost_for, rerouted, sent, received)
+    assert received >= sent - lost_for * 100 - 5  # one outage: flowing before and after it
+
+    # back up: the short path returns, and every pair answers again
+    faults.set_link(lab, "n2", "n3", up=True)
+    back = wait_for(lambda: path_nodes(lab, "n1", "n3") == short, 20)
+    assert back is not None, (
+        f"the short path did not come back: {path_nodes(lab, 'n1', 'n3')}",
+        lab.exec("n1", ["ip", "route"], capture_output=True).stdout,
+        lab.exec("n2", ["ip", "route"], capture_output=True).stdout,
+    )
+    assert wait_for(lambda: lab.protocol.converged(lab), 20) is not None, lab.protocol.pending()
+    result = check.ping_pairs(lab.plan, check.check_pairs(lab.plan, "all"), 10)
+    assert result.ok, result.failed[:5]
+    print(f"{protocol}: reroute {rerouted:.2f} s, outage {lost_for:.2f} s, back {back:.2f} s")
+
+
+@requires_tool("bird")
+def test_a_daemon_that_cannot_start_is_reported_with_its_log(daemon_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    broken = Ospf.config
+
+    def config(self: Ospf, lab: Lab, node: str) -> str:
+        return broken(self, lab, node) + ("protocol bogus { }\n" if node == "n2" else "")
+
+    monkeypatch.setattr(Ospf, "config", config)
+    lab = daemon_lab(
+        {"topology": {"kind": "chain", "nodes": 3}, "routing": {"protocol": "ospf"}}, up=False
+    )
+    with pytest.raises(LabError) as err:
+        lab.up()
+    message = str(err.value)
+    assert message.startswith("n2/bird exited during start-up; last log lines:")
+    assert "bird.conf:25:10 syntax error" in message  # BIRD's own words, line of `bogus`
+    assert not lab.exists()  # a failed up removes the lab
+
+
+@requires_tool("bird")
+def test_a_daemon_killed_later_is_reported_with_its_log_and_restarted_by_hand(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {"topology": {"kind": "chain", "nodes": 3}, "routing": {"protocol": "ospf", **FAST["ospf"]}}
+    )
+    assert lab.daemon_failures() == []
+    (obj,) = [o for o in lab.ledger.objects(lab.name, "process") if o.node == "n2"]
+    os.kill(obj.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    assert wait_for(lambda: bool(lab.daemon_failures()), 5) is not None
+    ((label, tail),) = lab.daemon_failures()
+    assert label == "n2/bird" and "bird started: bird -f -c" in tail and "Started" in tail
+    started, already = faults.start_node(lab, "n2")
+    assert started == ["n2/bird"] and already == []
+    lab.remember()  # type: ignore[attr-defined]
+    assert lab.daemon_failures() == []
+    assert wait_for(lambda: lab.protocol.converged(lab), 30) is not None, lab.protocol.pending()
+
+
+# ---------------------------------------------------------------- the command line
+
+
+@requires_tool("bird")
+@pytest.mark.slow
+def test_cli_node_stop_start_link_down_up_and_logs(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {"topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": "ospf", **FAST["ospf"]}}
+    )
+    name = lab.name
+    (pid,) = [o.pid for o in lab.ledger.objects(name, "process") if o.node == "n3"]
+
+    stop = netrig_cli("node", name, "n3", "stop")
+    assert stop.returncode == 0 and "stopped n3/bird" in stop.stdout, stop.stderr
+    assert not os.path.exists(f"/proc/{pid}") or not process_alive(pid, None)
+    assert lab.daemon_failures() == []  # stopped on purpose is not a crash
+    # n1 loses n3's loopback once its neighbours' dead timers (4 s) expire
+    assert wait_for(lambda: path_nodes(lab, "n1", "n3") is None, 10) is not None
+    again = netrig_cli("node", name, "n3", "stop")
+    assert again.returncode == 0 and "nothing" in again.stdout
+
+    start = netrig_cli("node", name, "n3", "start")
+    assert start.returncode == 0 and "started n3/bird" in start.stdout, start.stderr
+    lab.remember()  # type: ignore[attr-defined]
+    twice = netrig_cli("node", name, "n3", "start")
+    assert twice.returncode == 0 and "already running: n3/bird" in twice.stdout
+    assert wait_for(lambda: path_nodes(lab, "n1", "n3") is not None, 20) is not None
+
+    down = netrig_cli("link", name, "n1", "n2", "down")
+    assert down.returncode == 0 and "link n1:eth0 – n2:eth0 down" in down.stdout, down.stderr
+    states = lab.exec("n2", ["ip", "-o", "link", "show", "eth0"], capture_output=True).stdout
+    assert "state DOWN" in states and ",UP" not in states
+    up = netrig_cli("link", name, "n2", "n1", "up")
+    assert up.returncode == 0, up.stderr
+    addrs = lab.exec("n1", ["ip", "-o", "addr", "show", "eth0"], capture_output=True).stdout
+    for cidr in lab.plan.node("n1").iface("eth0").addrs:  # IPv6 is flushed on down: restored
+        assert cidr in addrs
+
+    missing = netrig_cli("link", name, "n1", "n3", "down")
+    assert missing.returncode == 2 and "no link between n1 and n3" in missing.stderr
+
+    logs = netrig_cli("logs", name, "n3")
+    assert logs.returncode == 0, logs.stderr
+    assert "n3/bird (running, pid" in logs.stdout
+    assert "bird stopped by hand" in logs.stdout and logs.stdout.count("bird started") == 2
+    assert "<INFO> Started" in logs.stdout  # BIRD's own line
+    unknown = netrig_cli("logs", name, "n3", "zebra")
+    assert unknown.returncode == 2 and "has no log of 'zebra' (logs: bird)" in unknown.stderr
+
+
+def test_cli_node_stop_on_a_protocol_without_daemons_is_bad_input(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab({"topology": {"kind": "pair"}, "routing": {"protocol": "static"}}, up=False)
+    lab.up(check_reachability=False)
+    out = netrig_cli("node", lab.name, "n1", "stop")
+    assert out.returncode == 2 and "runs no routing daemon (protocol static)" in out.stderr
+    logs = netrig_cli("logs", lab.name, "n1")
+    assert logs.returncode == 0 and "no daemon logs" in logs.stdout
+
+
+# ---------------------------------------------------------------- examples
+
+
+@requires_tool("babeld")
+@requires_tool("iperf3")
+@pytest.mark.slow
+def test_babel_example_runs_with_netrig_run(tmp_path: Path, lab_name: str) -> None:
+    text = (EXAMPLES / "babel-ring6.yaml").read_text()
+    path = tmp_path / "babel.yaml"
+    path.write_text(text.replace("name: babel-ring6", f"name: {lab_name}"))
+    db = tmp_path / "r.db"
+    args = ("--set", "duration=1", "--repeat", "1", "-q")
+    out = netrig_cli("run", str(path), "--db", str(db), *args)
+    assert out.returncode == 0, out.stderr
+    with ResultStore(db) as store:
+        (exp,) = store.experiments()
+        (run,) = store.runs(exp.id)
+        values = [
+            s.value
+            for _m, s in store.samples(run.id)
+            if s.metric == "throughput" and s.t is None and s.stream is None
+        ]
+    assert run.status == "ok" and len(values) == 1 and values[0] > 1e8  # > 100 Mbit/s
