@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
 
 CONFIDENCE_LEVELS = [f"{p:g}" for p in STUDENT_PCT]  # the levels ministat's table has
@@ -70,13 +70,6 @@ def parse_detect(text: str) -> float:
     return float(m.group(1)) / 100
 
 
-DB_OPTION = click.option(
-    "--db",
-    default="netrig.db",
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="Results database (SQLite).",
-)
 METRIC_OPTION = click.option(
     "--metric",
     "metrics",

@@ -11,16 +11,8 @@ import click
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
+from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
 from netrig.results.store import Experiment, ResultStore, Run, StoreError
-
-DB_OPTION = click.option(
-    "--db",
-    default="netrig.db",
-    show_default=True,
-    type=click.Path(dir_okay=False),
-    help="Results database (SQLite).",
-)
 
 
 @cli.group("results")

@@ -55,3 +55,12 @@ def reports_errors(fn: F) -> F:
 
 def node_argument(fn: F) -> F:
     return click.argument("node")(fn)
+
+
+DB_OPTION = click.option(
+    "--db",
+    default="netrig.db",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="Results database (SQLite).",
+)
