@@ -9,6 +9,10 @@ default options and timed in parts:
 - start: writing configs and spawning the daemons (netrig);
 - converge: from the last daemon started to the first poll that found every node with a
   route to every other node's loopback (the protocol; resolution ± one poll interval);
+  this is when `netrig up` goes on;
+- settled: from the same start to the last change of any of the protocol's routes (next
+  hops included), watched after `up` until nothing changed for --quiet seconds (babeld
+  keeps moving routes to shorter paths long after every node is reachable);
 - polls: how many convergence polls ran and the time they took in all (netrig, included
   in the converge column's wall time, shown apart);
 - check: the all-pairs ping check after convergence (netrig).
@@ -51,6 +55,7 @@ class Row:
     poll_time: float = 0.0
     check: float = 0.0
     total: float = 0.0
+    settled: float | None = None  # None: still changing when the watch ended
     error: str = ""
 
 
@@ -67,7 +72,23 @@ def timed(fn: Callable[..., Any], box: list[float]) -> Callable[..., Any]:
     return wrapper
 
 
-def measure(protocol: str, topology: str, index: int) -> Row:
+def watch_settling(
+    proto: RoutingProtocol, started: float, quiet: float, cap: float
+) -> float | None:
+    """Poll the protocol's routes until none changed for `quiet` s; seconds from `started`
+    (monotonic) to the last change, or None if they still changed after `cap` s."""
+    reach = getattr(proto, "reach", None)
+    if reach is None:
+        return 0.0  # static routes are in place before anything is polled
+    while time.monotonic() - reach.changed_at < quiet:
+        if time.monotonic() - started > cap:
+            return None
+        reach.missing()
+        time.sleep(0.25)
+    return float(reach.changed_at - started)
+
+
+def measure(protocol: str, topology: str, index: int, quiet: float, cap: float) -> Row:
     spec = {
         "name": f"cvb{os.getpid() % 1000}{index}",
         "topology": TOPOLOGIES[topology],
@@ -79,9 +100,16 @@ def measure(protocol: str, topology: str, index: int) -> Row:
     proto = lab.protocol
     starts: list[float] = []
     polls: list[float] = []
+    started = [0.0]  # monotonic time the last daemon was started
     uses_daemons = type(proto).start is not RoutingProtocol.start
     if uses_daemons:  # instance attributes shadow the class's methods; Lab calls these
-        proto.start = timed(proto.start, starts)  # type: ignore[method-assign]
+        start = timed(proto.start, starts)
+
+        def start_and_mark(lab: Lab) -> None:
+            start(lab)
+            started[0] = time.monotonic()
+
+        proto.start = start_and_mark  # type: ignore[method-assign]
         proto.converged = timed(proto.converged, polls)  # type: ignore[method-assign]
     began = time.perf_counter()
     try:
@@ -93,6 +121,7 @@ def measure(protocol: str, topology: str, index: int) -> Row:
         row.poll_time = sum(polls)
         row.converge = timings.extra.get("converged", 0.0) - row.start
         row.check = timings.extra.get("usable", 0.0)
+        row.settled = watch_settling(proto, started[0], quiet, cap) if uses_daemons else 0.0
     except Exception as exc:  # a protocol that does not converge is a result, not a crash
         row.total = time.perf_counter() - began
         row.error = str(exc).splitlines()[0][:100]
@@ -104,7 +133,7 @@ def measure(protocol: str, topology: str, index: int) -> Row:
 
 def table(rows: list[Row]) -> str:
     head = (
-        f"{'protocol':<8} {'topology':<8} {'nodes':>5} │ {'converge':>9} │ "
+        f"{'protocol':<8} {'topology':<8} {'nodes':>5} │ {'converge':>9} {'settled':>9} │ "
         f"{'setup':>7} {'start':>7} {'polls':>11} {'check':>7} │ {'total':>8}"
     )
     lines = [head, "─" * len(head)]
@@ -113,13 +142,15 @@ def table(rows: list[Row]) -> str:
             lines.append(f"{r.protocol:<8} {r.topology:<8} {r.nodes:>5} │ failed: {r.error}")
             continue
         polls = f"{r.polls}×={r.poll_time:.2f}s" if r.polls else "-"
+        settled = f"{r.settled:8.2f}s" if r.settled is not None else "    >cap"
         lines.append(
-            f"{r.protocol:<8} {r.topology:<8} {r.nodes:>5} │ {r.converge:>8.2f}s │ "
+            f"{r.protocol:<8} {r.topology:<8} {r.nodes:>5} │ {r.converge:>8.2f}s {settled} │ "
             f"{r.setup:>6.3f}s {r.start:>6.3f}s {polls:>11} {r.check:>6.3f}s │ {r.total:>7.2f}s"
         )
     lines.append("")
     lines.append(
         "converge: the protocol's own time (daemons started → all routes in, ± one poll);\n"
+        "settled: daemons started → last change of the protocol's routes (>cap: still moving);\n"
         "setup/start/polls/check: netrig's work (build; configs and spawning; route polls,\n"
         "whose time is inside the converge wall time; all-pairs ping check)."
     )
@@ -131,6 +162,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="6-node ring only")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--topologies", default=None, help="ring6, ring16, grid50")
+    ap.add_argument("--quiet", type=float, default=10.0, help="settled: seconds without change")
+    ap.add_argument("--cap", type=float, default=120.0, help="settled: give up after (s)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
@@ -139,7 +172,7 @@ def main() -> None:
     index = 0
     for topology in topologies:
         for protocol in args.protocols.split(","):
-            row = measure(protocol, topology, index)
+            row = measure(protocol, topology, index, args.quiet, args.cap)
             index += 1
             rows.append(row)
             status = row.error or f"converged {row.converge:.2f} s"

@@ -38,7 +38,7 @@ STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (bird and batmand clean 
 RTM_GETROUTE = 26
 RTN_UNICAST = 1
 RTPROT_KERNEL = 2  # connected routes the kernel adds for addresses: not the protocol's
-RTA_DST, RTA_TABLE = 1, 15
+RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
 
 
 # ------------------------------------------------------------------ daemons
@@ -126,13 +126,14 @@ def _note(lab: Lab, node: str, name: str, what: str) -> None:
 # ------------------------------------------------------------------ routes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Route:
     family: int  # 4 or 6
     dst: int  # network address as an integer
     plen: int
     table: int
     protocol: int  # rtm_protocol: 2 kernel, 4 static (batmand), 12 bird, 42 babel
+    nexthop: bytes = b""  # gateway, interface and multipath attributes, as the kernel sent them
 
 
 def dump_routes(lab: Lab, nodes: list[str]) -> dict[str, list[Route]]:
@@ -160,7 +161,8 @@ def _route(payload: bytes) -> Route | None:
     if RTA_TABLE in attrs:
         table = struct.unpack("=I", attrs[RTA_TABLE])[0]
     dst = int.from_bytes(attrs[RTA_DST], "big") if RTA_DST in attrs else 0
-    return Route(4 if family == socket.AF_INET else 6, dst, plen, table, proto)
+    hop = b"".join(attrs.get(k, b"") for k in (RTA_GATEWAY, RTA_OIF, RTA_MULTIPATH))
+    return Route(4 if family == socket.AF_INET else 6, dst, plen, table, proto, hop)
 
 
 def protocol_route(route: Route) -> bool:
@@ -174,6 +176,10 @@ class Reachability:
     Targets are the addresses `up`'s ping check uses (each node's loopback, else its first
     address), so "converged" means the check that follows can pass. A route counts when
     `accept(route)` says it is the protocol's own (by default: any non-connected one).
+
+    Having a route is not having the best one: babeld, for one, keeps moving routes to
+    shorter paths for tens of seconds. `settled(seconds)` also asks that none of the
+    protocol's routes (next hops included) changed for that long.
     """
 
     def __init__(self, lab: Lab, accept: Callable[[Route], bool] = protocol_route) -> None:
@@ -189,16 +195,22 @@ class Reachability:
                     addr = plan.addr(name, family)
                     self.targets.setdefault(name, []).append((family, int(ip_address(addr)), addr))
         self.last: list[tuple[str, str, str]] = []
+        self.fingerprint: int | None = None
+        self.changed_at = time.monotonic()  # when the protocol's routes last changed
+        self.unsettled = False
 
     def missing(self) -> list[tuple[str, str, str]]:
         routes = dump_routes(self.lab, self.nodes)
+        ours = {node: sorted(r for r in routes[node] if self.accept(r)) for node in self.nodes}
+        fingerprint = hash(tuple((node, tuple(rs)) for node, rs in ours.items()))
+        if fingerprint != self.fingerprint:
+            self.fingerprint, self.changed_at = fingerprint, time.monotonic()
         out = []
         for src in self.nodes:
             # per family and prefix length, the set of routed network addresses
             have: dict[tuple[int, int], set[int]] = {}
-            for r in routes[src]:
-                if self.accept(r):
-                    have.setdefault((r.family, r.plen), set()).add(r.dst)
+            for r in ours[src]:
+                have.setdefault((r.family, r.plen), set()).add(r.dst)
             for dst in self.nodes:
                 if dst == src:
                     continue
@@ -213,8 +225,18 @@ class Reachability:
         self.last = out
         return out
 
+    def settled(self, seconds: float) -> bool:
+        """Every target routed and no route of the protocol changed for `seconds`, as far
+        as the polls so far saw (poll well within the window for it to mean something)."""
+        if self.missing():
+            return False
+        self.unsettled = time.monotonic() - self.changed_at < seconds
+        return not self.unsettled
+
     def describe(self, limit: int = 6) -> str:
-        """`n1→n4 (198.18.0.4), … and 7 more` for the last check."""
+        """`no route for n1→n4 (198.18.0.4), … and 7 more` for the last check."""
+        if not self.last:
+            return "routes still changing" if self.unsettled else ""
         shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in self.last[:limit])
         more = f" and {len(self.last) - limit} more" if len(self.last) > limit else ""
-        return f"no route for {shown}{more}" if self.last else ""
+        return f"no route for {shown}{more}"

@@ -43,6 +43,13 @@ class BabelOptions(BaseModel):
         "0 switches at once: a restored link is used again in seconds, not ~30 s)",
     )
     debug: int = Field(0, ge=0, le=3, description="babeld -d: 1 dumps the routing table")
+    settle: float = Field(
+        0.0,
+        ge=0,
+        le=600,
+        description="once every node has a route to every other, `up` also waits until no "
+        "route changed for this many seconds (routes may still move to shorter paths)",
+    )
 
 
 @register
@@ -56,7 +63,7 @@ class Babel(RoutingProtocol):
 
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
-        self._reach: _daemons.Reachability | None = None
+        self.reach: _daemons.Reachability | None = None
 
     @property
     def opts(self) -> BabelOptions:
@@ -99,8 +106,9 @@ class Babel(RoutingProtocol):
 
     def start(self, lab: Lab) -> None:
         _daemons.require_tools("babeld", package="babeld")
-        self._reach = _daemons.Reachability(lab, accept=_babel_route)
-        for node in self._reach.nodes:
+        self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
+        self.reach = _daemons.Reachability(lab, accept=_babel_route)
+        for node in self.reach.nodes:
             conf = _daemons.write_file(lab, node, "babeld.conf", self.config(lab, node))
             _daemons.start(lab, node, "babeld", ["babeld", "-c", conf])
 
@@ -109,12 +117,12 @@ class Babel(RoutingProtocol):
 
     def converged(self, lab: Lab) -> bool:
         """Every node has a babel route to every other node's loopback (both families)."""
-        if self._reach is None:
-            self._reach = _daemons.Reachability(lab, accept=_babel_route)
-        return not self._reach.missing()
+        if self.reach is None:
+            self.reach = _daemons.Reachability(lab, accept=_babel_route)
+        return self.reach.settled(self.opts.settle)
 
     def pending(self) -> str:
-        return self._reach.describe() if self._reach else ""
+        return self.reach.describe() if self.reach else ""
 
 
 def _babel_route(route: _daemons.Route) -> bool:

@@ -48,6 +48,13 @@ class BatmanOptions(BaseModel):
         description="batmand -r: how a default route via a gateway is chosen (1, 2, 3 or a "
         "TQ margin); only matters when some node announces a gateway",
     )
+    settle: float = Field(
+        0.0,
+        ge=0,
+        le=600,
+        description="once every node has a route to every other, `up` also waits until no "
+        "route changed for this many seconds (routes may still move to shorter paths)",
+    )
 
 
 @register
@@ -64,7 +71,7 @@ class Batman(RoutingProtocol):
 
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
-        self._reach: _daemons.Reachability | None = None
+        self.reach: _daemons.Reachability | None = None
         self._impl: str | None = None
 
     @property
@@ -102,14 +109,15 @@ class Batman(RoutingProtocol):
         # originator messages gain one hop per interval and routes need a few of them, so
         # big or slow meshes take longer: 16-ring ~35 s, 5×10 grid ~70 s at 1 s intervals
         scale = self.opts.originator_interval / 1000
-        self.convergence_timeout = max(60.0, (30 + 3 * len(lab.plan.nodes)) * scale)
+        base = max(60.0, (30 + 3 * len(lab.plan.nodes)) * scale)
+        self.convergence_timeout = base + self.opts.settle
         self._impl = self.implementation()
         if self._impl == "batman-adv":
             _start_batman_adv(lab, self.opts)
             return
         _daemons.require_tools("batmand", package="batmand")
-        self._reach = _daemons.Reachability(lab, accept=_batman_route)
-        for node in self._reach.nodes:
+        self.reach = _daemons.Reachability(lab, accept=_batman_route)
+        for node in self.reach.nodes:
             _daemons.start(lab, node, "batmand", self.batmand_argv(lab, node))
 
     def stop(self, lab: Lab) -> None:
@@ -120,12 +128,12 @@ class Batman(RoutingProtocol):
         with batman-adv, every node's originator table lists every other node."""
         if (self._impl or self.implementation()) == "batman-adv":
             return _batman_adv_converged(lab)
-        if self._reach is None:
-            self._reach = _daemons.Reachability(lab, accept=_batman_route)
-        return not self._reach.missing()
+        if self.reach is None:
+            self.reach = _daemons.Reachability(lab, accept=_batman_route)
+        return self.reach.settled(self.opts.settle)
 
     def pending(self) -> str:
-        return self._reach.describe() if self._reach else ""
+        return self.reach.describe() if self.reach else ""
 
 
 def _batman_route(route: _daemons.Route) -> bool:

@@ -35,6 +35,14 @@ class OspfOptions(BaseModel):
     ecmp: bool = Field(True, description="install equal-cost paths as multipath routes")
     debug: bool = Field(False, description="log OSPF events and packets (verbose)")
 
+    settle: float = Field(
+        0.0,
+        ge=0,
+        le=600,
+        description="once every node has a route to every other, `up` also waits until no "
+        "route changed for this many seconds (routes may still move to shorter paths)",
+    )
+
     @model_validator(mode="after")
     def _dead_after_hello(self) -> OspfOptions:
         if self.dead is not None and self.dead <= self.hello:
@@ -53,7 +61,7 @@ class Ospf(RoutingProtocol):
 
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
-        self._reach: _daemons.Reachability | None = None
+        self.reach: _daemons.Reachability | None = None
 
     @property
     def opts(self) -> OspfOptions:
@@ -116,8 +124,9 @@ class Ospf(RoutingProtocol):
 
     def start(self, lab: Lab) -> None:
         _daemons.require_tools("bird", package="bird2")
-        self._reach = _daemons.Reachability(lab, accept=_bird_route)
-        for node in self._reach.nodes:
+        self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
+        self.reach = _daemons.Reachability(lab, accept=_bird_route)
+        for node in self.reach.nodes:
             where = lab.node_dir(node)
             conf = _daemons.write_file(lab, node, "bird.conf", self.config(lab, node))
             argv = ["bird", "-f", "-c", conf, "-s", f"{where}/bird.ctl", "-P", f"{where}/bird.pid"]
@@ -128,12 +137,12 @@ class Ospf(RoutingProtocol):
 
     def converged(self, lab: Lab) -> bool:
         """Every node has an OSPF route to every other node's loopback (both families)."""
-        if self._reach is None:
-            self._reach = _daemons.Reachability(lab, accept=_bird_route)
-        return not self._reach.missing()
+        if self.reach is None:
+            self.reach = _daemons.Reachability(lab, accept=_bird_route)
+        return self.reach.settled(self.opts.settle)
 
     def pending(self) -> str:
-        return self._reach.describe() if self._reach else ""
+        return self.reach.describe() if self.reach else ""
 
 
 def _bird_route(route: _daemons.Route) -> bool:
