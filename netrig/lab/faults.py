@@ -13,11 +13,12 @@ exactly as the plan has them, so the lab is as it was before the fault.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from ipaddress import IPv4Network
 from typing import TYPE_CHECKING
@@ -90,6 +91,7 @@ def _send(lab: Lab, node: str, requests: list[nlwire.Request]) -> None:
 def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
     """A token-bucket rate limit (bit/s) on both ends of A–B, replacing any; None removes it."""
     from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
 
     link = find_link(lab.plan, a, b)
     for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
@@ -98,9 +100,11 @@ def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
         def apply(index: int = index) -> None:
             with IPRoute() as ipr:
                 if rate is None:
-                    # no qdisc of ours there: nothing to remove
-                    with contextlib.suppress(Exception):
-                        ipr.tc("del", index=index, handle="1:")
+                    try:
+                        ipr.tc("del", index=index, root=True)
+                    except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
+                        if exc.code not in (errno.ENOENT, errno.EINVAL):
+                            raise
                     return
                 size = max(16 * 1024, rate // 8 // 200)  # as the lab builder sizes bursts
                 ipr.tc(
@@ -240,7 +244,12 @@ def apply(lab: Lab, event: Event) -> None:
 @dataclass
 class Timeline:
     """Applies events at their times in a background thread; `log` records (planned time,
-    actual time, event, error or None), times in seconds from `start()`."""
+    actual time, event, error or None), times in seconds from `start()`. `undo()` puts the
+    lab back as it was: links up, stopped daemons started, rates as the plan has them.
+
+    The thread uses its own Lab object on the same plan: the ledger's SQLite connection
+    belongs to the thread that opened it.
+    """
 
     lab: Lab
     events: list[Event]
@@ -256,16 +265,24 @@ class Timeline:
         self._thread.start()
 
     def _run(self) -> None:
-        for event in sorted(self.events, key=lambda e: e.at):
-            delay = self.started_at + event.at - time.monotonic()
-            if delay > 0 and self._stop.wait(delay):
-                return
-            error = None
-            try:
-                apply(self.lab, event)
-            except Exception as exc:  # recorded, not raised: the measurement goes on
-                error = str(exc)
-            self.log.append((event.at, time.monotonic() - self.started_at, event, error))
+        from netrig.lab.lab import Lab
+        from netrig.lab.ledger import Ledger
+
+        ledger = Ledger(self.lab.ledger.state_dir)
+        lab = Lab(self.lab.plan, ledger)
+        try:
+            for event in sorted(self.events, key=lambda e: e.at):
+                delay = self.started_at + event.at - time.monotonic()
+                if delay > 0 and self._stop.wait(delay):
+                    return
+                error = None
+                try:
+                    apply(lab, event)
+                except Exception as exc:  # recorded, not raised: the measurement goes on
+                    error = str(exc)
+                self.log.append((event.at, time.monotonic() - self.started_at, event, error))
+        finally:
+            ledger.close()
 
     def cancel(self) -> None:
         self._stop.set()
@@ -273,3 +290,52 @@ class Timeline:
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def undo(self) -> list[str]:
+        """Reverse what the applied events left changed; returns what was done."""
+        down: dict[tuple[str, str], bool] = {}
+        stopped: dict[str, bool] = {}
+        rated: set[tuple[str, str]] = set()
+        for _at, _actual, event, error in self.log:
+            if error:
+                continue
+            key = tuple(sorted(event.target))
+            if event.kind in ("link-down", "link-up"):
+                down[key] = event.kind == "link-down"  # type: ignore[index]
+            elif event.kind == "link-rate":
+                rated.add(key)  # type: ignore[arg-type]
+            else:
+                stopped[event.target[0]] = event.kind == "node-stop"
+        done = []
+        for (a, b), is_down in down.items():
+            if is_down:
+                set_link(self.lab, a, b, up=True)
+                done.append(f"link {a}-{b} up")
+        for a, b in rated:
+            set_rate(self.lab, a, b, find_link(self.lab.plan, a, b).rate)
+            done.append(f"link {a}-{b} rate as planned")
+        for node, is_stopped in stopped.items():
+            if is_stopped:
+                start_node(self.lab, node)
+                done.append(f"node {node} start")
+        return done
+
+
+@contextmanager
+def during(lab: Lab, events: list[Event], restore: bool = True) -> Iterator[Timeline]:
+    """Run a timeline of faults while the body runs (a measurement, say); afterwards stop
+    it and, with `restore`, undo what it changed.
+
+        with faults.during(lab, faults.parse_events(["link n3-n4 down @ 2s"])) as tl:
+            run_iperf3(...)
+        tl.log      # when each event really happened
+    """
+    timeline = Timeline(lab, events)
+    timeline.start()
+    try:
+        yield timeline
+    finally:
+        timeline.cancel()
+        timeline.join()
+        if restore:
+            timeline.undo()

@@ -117,8 +117,11 @@ class Batman(RoutingProtocol):
             return
         _daemons.require_tools("batmand", package="batmand")
         self.reach = _daemons.Reachability(lab, accept=_batman_route)
+        # batmand prints with stdio, block-buffered into a file: line-buffered, its log is
+        # current (stdbuf execs batmand, so the recorded PID is still the daemon's)
+        line = ["stdbuf", "-oL", "-eL"] if shutil.which("stdbuf") else []
         for node in self.reach.nodes:
-            _daemons.start(lab, node, "batmand", self.batmand_argv(lab, node))
+            _daemons.start(lab, node, "batmand", [*line, *self.batmand_argv(lab, node)])
 
     def stop(self, lab: Lab) -> None:
         _daemons.stop(lab)

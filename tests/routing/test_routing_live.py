@@ -7,6 +7,7 @@ when it fails, and afterwards none of the daemon PIDs the lab ever recorded is a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -26,6 +27,7 @@ from netrig.lab.ledger import process_alive
 from netrig.lab.run import popen
 from netrig.lab.trace import Tracer
 from netrig.results.store import ResultStore
+from netrig.routing import _daemons
 from netrig.routing.ospf import Ospf
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
@@ -159,10 +161,15 @@ def test_batman_chain_of_3_carries_traffic_end_to_end(daemon_lab) -> None:  # ty
     assert path_nodes(lab, "n1", "n3") == ["n1", "n2", "n3"]
     routes = lab.exec("n1", ["ip", "route", "show", "table", "65"], capture_output=True).stdout
     assert f"{lab.addr('n3')} via " in routes
-    # each node's batmand has its own /var/run: its unix socket answers per node
+    logs = netrig_cli("logs", lab.name, "n2", "batmand")  # batmand's own words, unbuffered
+    assert logs.returncode == 0 and "Using interface eth1 with address" in logs.stdout
+    # each node's batmand has its own /var/run/batmand.socket: asked there, each answers
+    # for itself (its own main interface address, the others as originators)
     for node in ("n1", "n3"):
-        sock = os.path.join(lab.node_dir(node), "run", "batmand.socket")
-        assert os.path.exists(sock), sock
+        own = lab.plan.node(node).ifaces[0].addrs[0].split("/")[0]
+        table = lab.exec(node, ["batmand", "-c", "-b", "-d", "1"], capture_output=True).stdout
+        assert f"MainIF/IP: eth0/{own}," in table, table
+        assert lab.plan.node("n2").ifaces[0].addrs[0].split("/")[0] in table
 
 
 # ---------------------------------------------------------------- babel and ospf
@@ -303,6 +310,42 @@ def test_settle_waits_until_routes_stop_changing(daemon_lab) -> None:  # type: i
     reach = lab.protocol.reach  # type: ignore[attr-defined]
     assert time.monotonic() - reach.changed_at >= 2.0  # as of up's last poll
     assert not reach.missing()
+
+
+@requires_tool("babeld")
+@requires_tool("tc")
+def test_a_timeline_applies_link_node_and_rate_events_then_undoes_them(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {
+            "topology": {"kind": "chain", "nodes": 3},
+            "routing": {"protocol": "babel", **FAST["babel"]},
+        }
+    )
+    events = faults.parse_events(
+        ["link n1-n2 down @ 100ms", "node n3 stop @ 0.1s", "link n2-n3 rate 10mbit @ 0.2s"]
+    )
+    to_n3 = next(i.name for i in lab.plan.node("n2").ifaces if i.peer == "n3")
+
+    def tbf_rate() -> int | None:
+        out = lab.exec("n2", ["tc", "-j", "qdisc", "show", "dev", to_n3], capture_output=True)
+        rates = [q["options"]["rate"] for q in json.loads(out.stdout) if q["kind"] == "tbf"]
+        return rates[0] if rates else None
+
+    with faults.during(lab, events) as timeline:
+        assert wait_for(lambda: len(timeline.log) == 3, 5) is not None
+        assert [err for *_, err in timeline.log] == [None, None, None]
+        assert all(abs(actual - planned) < 0.5 for planned, actual, _e, _err in timeline.log)
+        link = lab.exec("n1", ["ip", "-o", "link", "show", "eth0"], capture_output=True).stdout
+        assert "state DOWN" in link
+        assert _daemons.running(lab, "n3") == {}
+        assert tbf_rate() == 10_000_000 // 8
+    assert _daemons.running(lab, "n3").keys() == {"babeld"}  # undone: started again,
+    lab.remember()  # type: ignore[attr-defined]
+    link = lab.exec("n1", ["ip", "-o", "link", "show", "eth0"], capture_output=True).stdout
+    assert "state UP" in link  # the link up again
+    assert tbf_rate() is None  # and no rate limit, as the plan says
+    faults.set_rate(lab, "n3", "n2", None)  # removing a limit that is not there is fine
+    assert wait_for(lambda: lab.protocol.converged(lab), 20) is not None, lab.protocol.pending()
 
 
 # ---------------------------------------------------------------- the command line
