@@ -83,9 +83,18 @@ def recorded(lab: Lab, node: str) -> dict[str, list[str]]:
 
 
 def processes(lab: Lab, node: str | None = None) -> list[ObjectRecord]:
-    """The ledger's process records of the lab (of one node), running or not."""
-    objs = lab.ledger.objects(lab.name, "process")
-    return [o for o in objs if node is None or o.node == node]
+    """The ledger's records of the daemons start() ran in the lab (in one node), running or
+    not; other processes of the lab (a measurement's iperf3 server, say) are not among them."""
+    daemons: dict[str, set[str]] = {}
+    out = []
+    for o in lab.ledger.objects(lab.name, "process"):
+        if o.node is None or (node is not None and o.node != node):
+            continue
+        if o.node not in daemons:
+            daemons[o.node] = set(recorded(lab, o.node))
+        if daemon_name(lab, o) in daemons[o.node]:
+            out.append(o)
+    return out
 
 
 def daemon_name(lab: Lab, obj: ObjectRecord) -> str:
@@ -103,7 +112,9 @@ def running(lab: Lab, node: str) -> dict[str, int]:
 
 
 def stop(lab: Lab, node: str | None = None, reason: str = "stopped") -> list[str]:
-    """End the daemons of the lab (or of one node) gently, all at once; returns labels."""
+    """End the daemons of the lab (or of one node) gently, all at once, and drop their
+    records (dead ones too: stopped on purpose is not crashed); returns `node/name` of
+    those that were running."""
     objs = processes(lab, node)
     victims = {o.pid: o.starttime for o in objs if o.pid and process_alive(o.pid, o.starttime)}
     end_processes(victims, STOP_GRACE)
@@ -111,8 +122,8 @@ def stop(lab: Lab, node: str | None = None, reason: str = "stopped") -> list[str
     for o in objs:
         if o.node is not None and o.pid in victims:
             _note(lab, o.node, daemon_name(lab, o), f"{reason} (pid {o.pid})")
+            labels.append(o.name.removeprefix(f"{lab.name}/"))
         lab.ledger.forget_object(o.id)
-        labels.append(o.name.removeprefix(f"{lab.name}/"))
     return labels
 
 

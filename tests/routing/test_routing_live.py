@@ -360,8 +360,11 @@ def test_cli_node_stop_start_link_down_up_and_logs(daemon_lab) -> None:  # type:
     name = lab.name
     (pid,) = [o.pid for o in lab.ledger.objects(name, "process") if o.node == "n3"]
 
+    sleeper = lab.popen("n3", ["sleep", "120"])  # not a daemon: `node stop` leaves it alone
+    lab.remember()  # type: ignore[attr-defined]
     stop = netrig_cli("node", name, "n3", "stop")
-    assert stop.returncode == 0 and "stopped n3/bird" in stop.stdout, stop.stderr
+    assert stop.returncode == 0 and stop.stdout.strip().endswith("stopped n3/bird"), stop
+    assert sleeper.poll() is None
     assert not os.path.exists(f"/proc/{pid}") or not process_alive(pid, None)
     assert lab.daemon_failures() == []  # stopped on purpose is not a crash
     # n1 loses n3's loopback once its neighbours' dead timers (4 s) expire
