@@ -131,7 +131,7 @@ def measure(protocol: str, topology: str, index: int, quiet: float, cap: float) 
     return row
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], cap: float) -> str:
     head = (
         f"{'protocol':<8} {'topology':<8} {'nodes':>5} │ {'converge':>9} {'settled':>9} │ "
         f"{'setup':>7} {'start':>7} {'polls':>11} {'check':>7} │ {'total':>8}"
@@ -142,7 +142,7 @@ def table(rows: list[Row]) -> str:
             lines.append(f"{r.protocol:<8} {r.topology:<8} {r.nodes:>5} │ failed: {r.error}")
             continue
         polls = f"{r.polls}×={r.poll_time:.2f}s" if r.polls else "-"
-        settled = f"{r.settled:8.2f}s" if r.settled is not None else "    >cap"
+        settled = f"{r.settled:8.2f}s" if r.settled is not None else f">{cap:.0f}s".rjust(9)
         lines.append(
             f"{r.protocol:<8} {r.topology:<8} {r.nodes:>5} │ {r.converge:>8.2f}s {settled} │ "
             f"{r.setup:>6.3f}s {r.start:>6.3f}s {polls:>11} {r.check:>6.3f}s │ {r.total:>7.2f}s"
@@ -150,7 +150,8 @@ def table(rows: list[Row]) -> str:
     lines.append("")
     lines.append(
         "converge: the protocol's own time (daemons started → all routes in, ± one poll);\n"
-        "settled: daemons started → last change of the protocol's routes (>cap: still moving);\n"
+        "settled: daemons started → last change of the protocol's routes (>N s: still moving\n"
+        "  when the watch gave up);\n"
         "setup/start/polls/check: netrig's work (build; configs and spawning; route polls,\n"
         "whose time is inside the converge wall time; all-pairs ping check)."
     )
@@ -162,8 +163,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="6-node ring only")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--topologies", default=None, help="ring6, ring16, grid50")
-    ap.add_argument("--quiet", type=float, default=10.0, help="settled: seconds without change")
-    ap.add_argument("--cap", type=float, default=120.0, help="settled: give up after (s)")
+    ap.add_argument("--quiet", type=float, default=20.0, help="settled: seconds without change")
+    ap.add_argument("--cap", type=float, default=150.0, help="settled: give up after (s)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
@@ -177,7 +178,7 @@ def main() -> None:
             rows.append(row)
             status = row.error or f"converged {row.converge:.2f} s"
             print(f"… {protocol} on {topology}: {status}", file=sys.stderr, flush=True)
-    print(table(rows))
+    print(table(rows, args.cap))
 
 
 if __name__ == "__main__":

@@ -107,9 +107,10 @@ class Batman(RoutingProtocol):
 
     def start(self, lab: Lab) -> None:
         # originator messages gain one hop per interval and routes need a few of them, so
-        # big or slow meshes take longer: 16-ring ~35 s, 5×10 grid ~70 s at 1 s intervals
+        # big or slow meshes take longer: at 1 s intervals a 16-ring takes ~35 s, and a 5×10
+        # grid ~2 min (its corners, 13 hops apart, see each other with a TQ of 1 of 255)
         scale = self.opts.originator_interval / 1000
-        base = max(60.0, (30 + 3 * len(lab.plan.nodes)) * scale)
+        base = max(60.0, (30 + 5 * len(lab.plan.nodes)) * scale)
         self.convergence_timeout = base + self.opts.settle
         self._impl = self.implementation()
         if self._impl == "batman-adv":
