@@ -66,7 +66,7 @@ def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> No
         check=True,
     )
     try:
-        path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 600}\n")
+        path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 1500}\n")
         proc = subprocess.Popen(
             [sys.executable, "-m", "netrig", "up", "-q", path],
             stdout=subprocess.DEVNULL,
@@ -81,7 +81,7 @@ def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> No
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         made = [n for n in netns.list_names() if n.startswith(lab_name + "-")]
-        assert 0 < len(made) < 600, "the kill did not land mid-setup"
+        assert 0 < len(made) < 1500, "the kill did not land mid-setup"
         clean = netrig_cli("clean")
         assert clean.returncode == 0, clean.stderr
         assert not [n for n in netns.list_names() if n.startswith(lab_name + "-")]
@@ -95,7 +95,7 @@ def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> No
 
 
 def test_sigterm_during_up_removes_the_partial_lab(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
-    path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 600}\n")
+    path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 1500}\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "netrig", "up", "-q", path],
         stdout=subprocess.DEVNULL,
