@@ -10,6 +10,9 @@
     start(lab, "n1", "bird", ["bird", "-f", "-c", conf])
     reach = Reachability(lab)
     reach.missing()        # [("n1", "n4", "198.18.0.4"), …] until routes are in
+
+`DaemonProtocol` puts these together for a plugin: it writes configs and starts daemons in
+start(); stopping, the convergence test and the timeout message come from here.
 """
 
 from __future__ import annotations
@@ -25,10 +28,13 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError
 from netrig.lab.ledger import ObjectRecord, process_alive
 from netrig.lab.teardown import end_processes
+from netrig.routing import RoutingProtocol
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -251,3 +257,36 @@ class Reachability:
         shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in self.last[:limit])
         more = f" and {len(self.last) - limit} more" if len(self.last) > limit else ""
         return f"no route for {shown}{more}"
+
+
+class DaemonProtocol(RoutingProtocol):
+    """A protocol run by one daemon per node: subclasses start them (with `start` above)
+    and say which kernel routes are theirs (`is_ours`); converged() is every node having
+    such a route to every other node's address, held for the options' `settle` seconds."""
+
+    def __init__(self, options: BaseModel) -> None:
+        super().__init__(options)
+        self.reach: Reachability | None = None
+
+    def is_ours(self, route: Route) -> bool:
+        return protocol_route(route)
+
+    def watch(self, lab: Lab) -> Reachability:
+        """The route watcher (made on first use: `down` from another process needs none)."""
+        if self.reach is None:
+            self.reach = Reachability(lab, self.is_ours)
+        return self.reach
+
+    def stop(self, lab: Lab) -> None:
+        stop(lab)
+
+    def converged(self, lab: Lab) -> bool:
+        began = time.perf_counter()
+        done = self.watch(lab).settled(float(getattr(self.options, "settle", 0.0)))
+        # a poll reads every node's routes (~60 ms for 50 nodes): keep polls to ~1/5 of
+        # the time, so netrig's own work does not slow the daemons it is waiting for
+        self.poll_interval = max(type(self).poll_interval, 4 * (time.perf_counter() - began))
+        return done
+
+    def pending(self) -> str:
+        return self.reach.describe() if self.reach else ""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from netrig.routing import RoutingProtocol, _daemons, register
+from netrig.routing import _daemons, register
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -53,17 +53,13 @@ class BabelOptions(BaseModel):
 
 
 @register
-class Babel(RoutingProtocol):
+class Babel(_daemons.DaemonProtocol):
     name = "babel"
     summary = "Babel distance-vector routing (babeld), IPv4 and IPv6"
     Options = BabelOptions
     refuses_addressing = ("shared-subnet",)
     tools = ("babeld",)
     convergence_timeout = 60.0
-
-    def __init__(self, options: BaseModel) -> None:
-        super().__init__(options)
-        self.reach: _daemons.Reachability | None = None
 
     @property
     def opts(self) -> BabelOptions:
@@ -107,23 +103,9 @@ class Babel(RoutingProtocol):
     def start(self, lab: Lab) -> None:
         _daemons.require_tools("babeld", package="babeld")
         self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
-        self.reach = _daemons.Reachability(lab, accept=_babel_route)
-        for node in self.reach.nodes:
+        for node in self.watch(lab).nodes:
             conf = _daemons.write_file(lab, node, "babeld.conf", self.config(lab, node))
             _daemons.start(lab, node, "babeld", ["babeld", "-c", conf])
 
-    def stop(self, lab: Lab) -> None:
-        _daemons.stop(lab)
-
-    def converged(self, lab: Lab) -> bool:
-        """Every node has a babel route to every other node's loopback (both families)."""
-        if self.reach is None:
-            self.reach = _daemons.Reachability(lab, accept=_babel_route)
-        return self.reach.settled(self.opts.settle)
-
-    def pending(self) -> str:
-        return self.reach.describe() if self.reach else ""
-
-
-def _babel_route(route: _daemons.Route) -> bool:
-    return route.protocol == RTPROT_BABEL
+    def is_ours(self, route: _daemons.Route) -> bool:
+        return route.protocol == RTPROT_BABEL

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.lab.build import LabError
-from netrig.routing import RoutingProtocol, _daemons, register
+from netrig.routing import _daemons, register
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -58,7 +58,7 @@ class BatmanOptions(BaseModel):
 
 
 @register
-class Batman(RoutingProtocol):
+class Batman(_daemons.DaemonProtocol):
     name = "batman"
     summary = "B.A.T.M.A.N. mesh: batmand (userspace) or batman-adv (kernel), one shared subnet"
     Options = BatmanOptions
@@ -71,7 +71,6 @@ class Batman(RoutingProtocol):
 
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
-        self.reach: _daemons.Reachability | None = None
         self._impl: str | None = None
 
     @property
@@ -117,32 +116,22 @@ class Batman(RoutingProtocol):
             _start_batman_adv(lab, self.opts)
             return
         _daemons.require_tools("batmand", package="batmand")
-        self.reach = _daemons.Reachability(lab, accept=_batman_route)
         # batmand prints with stdio, block-buffered into a file: line-buffered, its log is
         # current (stdbuf execs batmand, so the recorded PID is still the daemon's)
         line = ["stdbuf", "-oL", "-eL"] if shutil.which("stdbuf") else []
-        for node in self.reach.nodes:
+        for node in self.watch(lab).nodes:
             _daemons.start(lab, node, "batmand", [*line, *self.batmand_argv(lab, node)])
 
-    def stop(self, lab: Lab) -> None:
-        _daemons.stop(lab)
+    def is_ours(self, route: _daemons.Route) -> bool:
+        """batmand's routes live in its policy tables: 65 (networks, HNA) and 66 (hosts)."""
+        return route.table in (65, 66) and route.plen > 0
 
     def converged(self, lab: Lab) -> bool:
         """Every node has a batman route to every other node's address (its HNA loopback);
         with batman-adv, every node's originator table lists every other node."""
         if (self._impl or self.implementation()) == "batman-adv":
             return _batman_adv_converged(lab)
-        if self.reach is None:
-            self.reach = _daemons.Reachability(lab, accept=_batman_route)
-        return self.reach.settled(self.opts.settle)
-
-    def pending(self) -> str:
-        return self.reach.describe() if self.reach else ""
-
-
-def _batman_route(route: _daemons.Route) -> bool:
-    """batmand's routes live in its policy tables: 65 (networks, HNA) and 66 (hosts)."""
-    return route.table in (65, 66) and route.plen > 0
+        return super().converged(lab)
 
 
 # ---------------------------------------------------------------- batman-adv

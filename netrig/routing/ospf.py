@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from netrig.routing import RoutingProtocol, _daemons, register
+from netrig.routing import _daemons, register
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -51,17 +51,13 @@ class OspfOptions(BaseModel):
 
 
 @register
-class Ospf(RoutingProtocol):
+class Ospf(_daemons.DaemonProtocol):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
     Options = OspfOptions
     refuses_addressing = ("shared-subnet",)
     tools = ("bird",)
     convergence_timeout = 60.0
-
-    def __init__(self, options: BaseModel) -> None:
-        super().__init__(options)
-        self.reach: _daemons.Reachability | None = None
 
     @property
     def opts(self) -> OspfOptions:
@@ -125,28 +121,14 @@ class Ospf(RoutingProtocol):
     def start(self, lab: Lab) -> None:
         _daemons.require_tools("bird", package="bird2")
         self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
-        self.reach = _daemons.Reachability(lab, accept=_bird_route)
-        for node in self.reach.nodes:
+        for node in self.watch(lab).nodes:
             where = lab.node_dir(node)
             conf = _daemons.write_file(lab, node, "bird.conf", self.config(lab, node))
             argv = ["bird", "-f", "-c", conf, "-s", f"{where}/bird.ctl", "-P", f"{where}/bird.pid"]
             _daemons.start(lab, node, "bird", argv)
 
-    def stop(self, lab: Lab) -> None:
-        _daemons.stop(lab)
-
-    def converged(self, lab: Lab) -> bool:
-        """Every node has an OSPF route to every other node's loopback (both families)."""
-        if self.reach is None:
-            self.reach = _daemons.Reachability(lab, accept=_bird_route)
-        return self.reach.settled(self.opts.settle)
-
-    def pending(self) -> str:
-        return self.reach.describe() if self.reach else ""
-
-
-def _bird_route(route: _daemons.Route) -> bool:
-    return route.protocol == RTPROT_BIRD
+    def is_ours(self, route: _daemons.Route) -> bool:
+        return route.protocol == RTPROT_BIRD
 
 
 def _router_id(lab: Lab, node: str) -> str:
