@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from netrig.lab import netns, nlwire
 from netrig.lab.ledger import Ledger
@@ -234,6 +235,16 @@ def _broadcast(addr: str, plen: int) -> str | None:
     return str(IPv4Network(f"{addr}/{plen}", strict=False).broadcast_address)
 
 
+def set_tbf(
+    ipr: Any, index: int, rate: int, burst: int | None = None, command: str = "add"
+) -> None:
+    """A token bucket of `rate` bit/s as the root qdisc of one interface (pyroute2 IPRoute).
+
+    The burst is at least 5 ms at line rate, so the bucket does not starve TCP."""
+    size = burst or max(16 * 1024, rate // 8 // 200)
+    ipr.tc(command, "tbf", index=index, handle="1:", rate=rate // 8, burst=size, latency=50_000)
+
+
 def _apply_tc(plan: LabPlan) -> None:
     """Token bucket rate limits, on both ends of each limited link (one per direction)."""
     limited = [link for link in plan.links if link.rate]
@@ -252,17 +263,7 @@ def _apply_tc(plan: LabPlan) -> None:
         def apply(items: list[tuple[int, int, int | None]] = items) -> None:
             with IPRoute() as ipr:
                 for index, rate, burst in items:
-                    # burst: at least 5 ms at line rate, so the bucket does not starve TCP
-                    size = burst or max(16 * 1024, rate // 8 // 200)
-                    ipr.tc(
-                        "add",
-                        "tbf",
-                        index=index,
-                        handle="1:",
-                        rate=rate // 8,
-                        burst=size,
-                        latency=50_000,
-                    )
+                    set_tbf(ipr, index, rate, burst)
 
         try:
             netns.in_netns(plan.nodes[node].ns, apply)

@@ -24,7 +24,7 @@ from ipaddress import IPv4Network
 from typing import TYPE_CHECKING
 
 from netrig.lab import netns, nlwire
-from netrig.lab.build import BadInput, LabError
+from netrig.lab.build import BadInput, LabError, set_tbf
 from netrig.plan.model import LinkPlan
 
 if TYPE_CHECKING:
@@ -106,16 +106,7 @@ def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
                         if exc.code not in (errno.ENOENT, errno.EINVAL):
                             raise
                     return
-                size = max(16 * 1024, rate // 8 // 200)  # as the lab builder sizes bursts
-                ipr.tc(
-                    "replace",
-                    "tbf",
-                    index=index,
-                    handle="1:",
-                    rate=rate // 8,
-                    burst=size,
-                    latency=50_000,
-                )
+                set_tbf(ipr, index, rate, command="replace")
 
         try:
             netns.in_netns(lab.ns(node), apply)
