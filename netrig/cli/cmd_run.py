@@ -105,6 +105,13 @@ def run(
     the `vary:` values × `repeat` is one run. The whole file is validated, for
     every sweep point, before anything is created.
 
+    `events:` (e.g. `- link n8-n9 down @ 2s`, `- node n5 stop @ 1s`, `- link n1-n2
+    rate 10mbit @ 3s`) runs the measurements side by side while the faults happen,
+    restores the lab after each run and stores outage, reconvergence, packets lost
+    and throughput before/during/after under the measurement name `events`.
+    `stop_on_failure: true` ends at the first failed run and names the last sweep
+    point that worked (exit 0: the limit was found).
+
     Parameters go anywhere in the file as {expr}: arithmetic (+ - * / // %)
     on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
     iperf3, ping, command (--measurements lists their options).
@@ -149,6 +156,16 @@ def run(
             soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
+    if exp.stop_on_failure:
+        last = f"the last point that worked: {outcome.last_ok or 'none'}"
+        if outcome.stopped_at:
+            err_console.print(
+                f"[yellow]stopped at the first failure[/] ({outcome.stopped_at}); {last} "
+                f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
+                soft_wrap=True,
+            )
+            return  # the limit was found: that is the experiment's result, not an error
+        err_console.print("[green]no run failed[/]: the limit lies beyond the last point")
     if outcome.failed:
         err_console.print(
             f"[red]{outcome.failed} of {outcome.ok + outcome.failed} runs failed[/] "

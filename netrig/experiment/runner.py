@@ -9,7 +9,12 @@ sweep point changes only measurement options); it is rebuilt when the network pa
 The lab is named after the experiment, so experiments of different names run side by side.
 
 A failing measurement makes a failed run (with the reason and the tool's stderr); a lab that
-cannot be built fails the runs of its sweep point. Ctrl-C or SIGTERM stops the current run,
+cannot be built fails the runs of its sweep point. With `stop_on_failure` the experiment ends
+at the first failed run (a sweep for a limit: the longest chain that still works).
+
+With `events:` the measurements of a run start together while a timeline applies the faults;
+their interval samples are put on the timeline's clock, the lab is restored afterwards, and
+`netrig.experiment.disruption` derives outage, reconvergence and throughput before/during/after. Ctrl-C or SIGTERM stops the current run,
 stores it as `interrupted`, tears the lab down and keeps every finished run; `resume=True`
 continues the newest unfinished experiment of the same file (same hash) where it stopped.
 """
@@ -18,14 +23,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from netrig import measure
+from netrig.experiment import disruption
 from netrig.experiment.interrupt import StopSignal
+from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.lab import Lab
 from netrig.lab.ledger import Ledger
@@ -33,7 +41,7 @@ from netrig.plan.runs import PlannedRun, plan_runs, remaining
 from netrig.results.hostfacts import collect_host_facts
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore, point_key
-from netrig.spec.experiment import Experiment, SweepPoint
+from netrig.spec.experiment import Experiment, MeasureStep, SweepPoint
 
 
 class Reporter(Protocol):
@@ -78,7 +86,21 @@ class Outcome:
     labs_built: int = 0
     lab_seconds: float = 0.0  # building and tearing down labs
     signal: str = ""
+    stopped_at: str = ""  # stop_on_failure: the sweep point whose run failed first
+    last_ok: str = ""  # the newest sweep point whose run succeeded
     run_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class StepOutcome:
+    """What one measurement gave: samples and texts, or why it failed (with the samples it
+    still had), and when its tool started (monotonic clock)."""
+
+    samples: list[Sample]
+    texts: dict[str, str]
+    started: float
+    reason: str | None = None
+    stderr: str | None = None
 
 
 @dataclass
@@ -88,6 +110,63 @@ class RunResult:
     outputs: dict[str, dict[str, str]]
     reason: str | None = None
     stderr: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, step: MeasureStep, outcome: StepOutcome, several: bool) -> None:
+        self.samples[step.name] = outcome.samples
+        if outcome.texts:
+            self.outputs[step.name] = outcome.texts
+        if outcome.reason is not None:
+            self.reasons.append(f"{step.name}: {outcome.reason}" if several else outcome.reason)
+            if outcome.stderr:
+                self.errors.append(outcome.stderr.strip())
+
+    def finish(self) -> RunResult:
+        if self.reasons:
+            self.status, self.reason = "failed", "; ".join(self.reasons)
+            self.stderr = "\n".join(e for e in self.errors if e) or None
+        return self
+
+
+def run_step(lab: Lab, step: MeasureStep, own_ledger: bool = False) -> StepOutcome:
+    """One measurement; a failure (or a bug in a plugin) becomes a failed outcome, not an
+    exception. `own_ledger`: in a thread of its own, with its own ledger connection (SQLite
+    connections belong to the thread that opened them)."""
+    begun = time.monotonic()
+    measure.started_at(begun)  # clear a mark left over in this thread
+    ledger = Ledger(lab.ledger.state_dir) if own_ledger else None
+    if ledger is not None:
+        lab = Lab(lab.plan, ledger)
+    try:
+        items = step.plugin.run(lab, step.options, step.timeout)
+    except MeasurementFailed as exc:
+        return StepOutcome(list(exc.samples), {}, measure.started_at(begun), exc.reason, exc.stderr)
+    except Exception as exc:  # a bug or an OS error: a failed run, not a lost experiment
+        return StepOutcome(
+            [],
+            {},
+            measure.started_at(begun),
+            f"internal error: {type(exc).__name__}: {exc}",
+            traceback.format_exc(),
+        )
+    finally:
+        if ledger is not None:
+            ledger.close()
+    samples = [s for s in items if isinstance(s, Sample)]
+    texts = {t.name: t.text for t in items if isinstance(t, measure.Text)}
+    return StepOutcome(samples, texts, measure.started_at(begun))
+
+
+def _timeline_text(timeline: faults.Timeline) -> str:
+    lines = [
+        f"{actual:8.3f} s  {event}" + (f"  FAILED: {error}" if error else "")
+        for _at, actual, event, error in timeline.log
+    ]
+    missed = len(timeline.events) - len(timeline.log)
+    if missed:
+        lines.append(f"({missed} later events not reached: the measurements had ended)")
+    return "\n".join(lines) + "\n"
 
 
 def check_tools(exp: Experiment) -> None:
@@ -223,6 +302,19 @@ class _Session:
                     "interrupted", result.samples, result.outputs, f"interrupted by {stop.name}"
                 )
             self._record(run, point, result, started)
+            if result.status == "failed" and self.exp.stop_on_failure:
+                self.outcome.stopped_at = point.label
+                self.say.note(
+                    f"stopped at the first failure ({point.label}): {result.reason}"
+                    + (
+                        f"; the last point that worked: {o.last_ok}"
+                        if (o := self.outcome).last_ok
+                        else ""
+                    )
+                )
+                break
+            if result.status == "ok" and not run.warmup:
+                self.outcome.last_ok = point.label
             if result.status == "interrupted":
                 self.outcome.signal = stop.name or "SIGINT"
                 break
@@ -261,29 +353,58 @@ class _Session:
 
     def _measure(self, point: SweepPoint) -> RunResult:
         assert self.lab is not None
+        if point.events:
+            return self._measure_with_events(point)
         result = RunResult("ok", {}, {})
-        reasons, errors = [], []
         for step in point.steps:
-            try:
-                items = step.plugin.run(self.lab, step.options, step.timeout)
-            except MeasurementFailed as exc:
-                result.samples[step.name] = list(exc.samples)
-                reasons.append(f"{step.name}: {exc.reason}" if len(point.steps) > 1 else exc.reason)
-                if exc.stderr:
-                    errors.append(exc.stderr.strip())
-                continue
-            except Exception as exc:  # a bug or an OS error: a failed run, not a lost experiment
-                reasons.append(f"{step.name}: internal error: {type(exc).__name__}: {exc}")
-                errors.append(traceback.format_exc())
-                continue
-            result.samples[step.name] = [s for s in items if isinstance(s, Sample)]
-            texts = {t.name: t.text for t in items if isinstance(t, measure.Text)}
-            if texts:
-                result.outputs[step.name] = texts
-        if reasons:
-            result.status, result.reason = "failed", "; ".join(reasons)
-            result.stderr = "\n".join(e for e in errors if e) or None
-        return result
+            result.add(step, run_step(self.lab, step), several=len(point.steps) > 1)
+        return result.finish()
+
+    def _measure_with_events(self, point: SweepPoint) -> RunResult:
+        """The measurements side by side while the timeline applies the point's events; then
+        the lab is put back as it was, and the run gets the derived metrics (outage,
+        reconvergence, throughput before/during/after) under the name `events`."""
+        assert self.lab is not None
+        self.lab.wait_converged("before the events")
+        steps = point.steps
+        done: dict[str, StepOutcome] = {}
+        with faults.during(self.lab, point.events) as timeline:
+            threads = [
+                threading.Thread(
+                    target=lambda step=step: done.__setitem__(
+                        step.name,
+                        run_step(self.lab, step, own_ledger=True),  # type: ignore[arg-type]
+                    ),
+                    name=f"netrig-{step.name}",
+                    daemon=True,
+                )
+                for step in steps
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():  # short joins: a signal is handled at once
+                    thread.join(0.2)
+            timeline.cancel()
+        result = RunResult("ok", {}, {})
+        for step in steps:
+            outcome = done[step.name]
+            shift = outcome.started - timeline.started_at
+            outcome.samples = [
+                s if s.t is None else replace(s, t=s.t + shift) for s in outcome.samples
+            ]
+            result.add(step, outcome, several=True)
+        applied = [
+            disruption.Applied(str(event), actual)
+            for _, actual, event, error in timeline.log
+            if not error
+        ]
+        failed = [f"event {event} failed: {error}" for _, _, event, error in timeline.log if error]
+        flat = [(name, s) for name, items in result.samples.items() for s in items]
+        result.samples["events"] = disruption.derive(applied, flat)
+        result.outputs["events"] = {"timeline": _timeline_text(timeline)}
+        result.reasons += failed
+        return result.finish()
 
     def _record(
         self, run: PlannedRun, point: SweepPoint, result: RunResult, started: datetime

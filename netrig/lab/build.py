@@ -209,9 +209,16 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
             )
     for index, addr, mac in node.neighbors:
         reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr} in {where}"))
+    return reqs + route_requests(node)
+
+
+def route_requests(node: NodePlan) -> list[nlwire.Request]:
+    """The node's planned routes. Also what a link brought back up needs: the kernel deletes
+    the routes through an interface that goes administratively down."""
     # traffic a node starts towards the lab leaves from its loopback, as on a router: replies
     # to an unbound socket then come from the address the peer asked for
     prefsrc = {":" in c: c.split("/")[0] for c in reversed(node.loopbacks)}
+    reqs = []
     for route in node.routes:
         dst, plen = route.dst.split("/")
         reqs.append(
@@ -220,7 +227,7 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
                 int(plen),
                 route.nexthops,
                 prefsrc=prefsrc.get(":" in dst),
-                what=f"route {route.dst} in {where}",
+                what=f"route {route.dst} in {node.ns}",
             )
         )
     return reqs

@@ -7,8 +7,9 @@ link rates changed; by hand (`netrig link`, `netrig node`) or on a timeline of e
     timeline.start(); ...; timeline.join()   # timeline.log: what happened, when
 
 A link brought back up gets back what the kernel dropped when it went down: its IPv6
-addresses (flushed on down unless keep_addr_on_down) and its permanent neighbour entries,
-exactly as the plan has them, so the lab is as it was before the fault.
+addresses (flushed on down unless keep_addr_on_down), its permanent neighbour entries and
+the planned (static) routes through it, exactly as the plan has them, so the lab is as it was
+before the fault.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ipaddress import IPv4Network
 from typing import TYPE_CHECKING
 
 from netrig.lab import netns, nlwire
-from netrig.lab.build import BadInput, LabError, set_tbf
+from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
 from netrig.plan.model import LinkPlan
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
         if up:
             requests += _restore_requests(lab.plan, node, iface.index)
         _send(lab, node, requests)
+    if up:  # only now: a route's nexthop is reachable once both ends are up again
+        for node in (link.a, link.b):
+            _send(lab, node, route_requests(lab.plan.node(node)))
     return link
 
 

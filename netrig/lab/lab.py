@@ -105,23 +105,34 @@ class Lab:
         say(f"starting {proto.name}")
         start = time.perf_counter()
         proto.start(self)
+        self.wait_converged("during start-up")
+        if self.timings:
+            self.timings.extra["converged"] = time.perf_counter() - start
+        say(f"{proto.name} converged in {time.perf_counter() - start:.2f} s")
+
+    def wait_converged(self, when: str = "") -> float:
+        """Wait until the routing protocol says every node reaches every other (at once for
+        static routing); LabError naming a crashed daemon or the routes still missing.
+        Returns the seconds waited."""
+        proto = self.protocol
+        if type(proto).start is RoutingProtocol.start:
+            return 0.0
+        start = time.monotonic()
         timeout = max(self.plan.check_timeout, proto.convergence_timeout)
-        deadline = time.monotonic() + timeout
         while not proto.converged(self):
             crashed = self.daemon_failures()
             if crashed:
                 label, tail = crashed[0]
-                raise LabError(f"{label} exited during start-up; last log lines:\n{tail}")
-            if time.monotonic() > deadline:
+                during = f" {when}" if when else ""
+                raise LabError(f"{label} exited{during}; last log lines:\n{tail}")
+            if time.monotonic() - start > timeout:
                 missing = proto.pending()
                 raise LabError(
                     f"{proto.name} did not converge within {timeout:g} s"
                     + (f"; still missing: {missing}" if missing else "")
                 )
             time.sleep(proto.poll_interval)
-        if self.timings:
-            self.timings.extra["converged"] = time.perf_counter() - start
-        say(f"{proto.name} converged in {time.perf_counter() - start:.2f} s")
+        return time.monotonic() - start
 
     def _wait_usable(self, check_reachability: bool, say: Progress) -> None:
         start = time.perf_counter()

@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -131,6 +132,23 @@ def missing_tools(tools: dict[str, str]) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ helpers for plugins
+
+_started = threading.local()
+
+
+def mark_started() -> None:
+    """Called by a plugin just before its measuring process starts (the iperf3 client, the
+    pings): the runner puts that moment at t = 0 of the measurement's samples when it lines
+    them up with a timeline of events. One mark per thread, so measurements run side by side
+    each keep their own."""
+    _started.at = time.monotonic()
+
+
+def started_at(default: float) -> float:
+    """The last mark of this thread (and clears it); `default` if the plugin set none."""
+    at = getattr(_started, "at", None)
+    _started.at = None
+    return default if at is None else at
 
 
 def node_problems(plan: LabPlan, refs: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:

@@ -37,6 +37,7 @@ from netrig.measure import (
     family_of,
     in_namespace,
     listening_ports,
+    mark_started,
     node_problems,
     not_installed,
     read_spool,
@@ -181,6 +182,7 @@ class Iperf3(Measurement):
         server = _start_servers(lab, o, [(target, o.port)])
         try:
             _wait_listening(lab, o, server, deadline)
+            mark_started()
             try:
                 done = lab.exec(
                     o.client,
@@ -350,6 +352,7 @@ def _run_per_alias(lab: Lab, o: Iperf3Options, timeout: float) -> list[Sample]:
     clients: list[tuple[subprocess.Popen[Any], Any, Any]] = []
     try:
         _wait_listening(lab, o, servers, deadline)
+        mark_started()
         go = time.time() + LAUNCH_LEAD + LAUNCH_EACH * len(pairs)  # the common start
         for i, (cli, srv) in enumerate(pairs):
             out, err = spool(), spool()

@@ -3,6 +3,11 @@
     - ping: {src: n1, dst: n9, count: 10}
     - ping: {pairs: [[n1, n9], [n2, n10]], tool: fping}
     - ping: {all_pairs: true, count: 3}          # fping from every node to every other
+    - ping: {src: n1, dst: n9, count: 1000, interval: 10ms, per_probe: true}
+
+`per_probe: true` (fping) also stores every probe: `rtt` [ms] for an answered one and `lost`
+[packets] for one that was not, each with t = its send time (probe number × interval). That is
+the loss series from which a run with `events:` derives outage and reconvergence.
 
 Pairs are measured at the same time: one `ping` per pair, or one `fping` per source node
 over all its targets. Each pair's samples carry the stream `SRC>DST`; with several pairs the
@@ -28,6 +33,7 @@ from netrig.measure import (
     Path,
     Result,
     end_process,
+    mark_started,
     node_problems,
     not_installed,
     register,
@@ -59,6 +65,9 @@ class PingOptions(MeasureOptions):
     interval: Seconds = Field(0.2, description="seconds between requests of a pair")
     size: int | None = Field(None, ge=0, le=65000, description="payload bytes")
     family: Literal[4, 6] = Field(4, description="IPv4 or IPv6 addresses")
+    per_probe: bool = Field(
+        False, description="store every probe's RTT or loss with its send time (fping)"
+    )
     address: AddressChoice = Field(
         "auto", description="target address: loopback, link (shared with the source), auto"
     )
@@ -73,6 +82,8 @@ class PingOptions(MeasureOptions):
             raise ValueError("a single pair needs both src and dst")
         if self.all_pairs and self.tool == "ping":
             raise ValueError("all_pairs uses fping (one process per node); drop tool: ping")
+        if self.per_probe and self.tool == "ping":
+            raise ValueError("per_probe uses fping, which keeps its schedule through losses")
         if self.pairs is not None and not self.pairs:
             raise ValueError("pairs is empty")
         for src, dst in self.chosen_pairs([]):
@@ -90,7 +101,7 @@ class PingOptions(MeasureOptions):
         return [(a, b) for a in hosts for b in hosts if a != b]
 
     def program(self) -> str:
-        return self.tool or ("fping" if self.all_pairs else "ping")
+        return self.tool or ("fping" if self.all_pairs or self.per_probe else "ping")
 
 
 @register
@@ -132,6 +143,7 @@ class Ping(Measurement):
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
         o: PingOptions = options
         pairs = o.chosen_pairs([n.name for n in lab.plan.hosts()])
+        mark_started()
         if o.program() == "fping":
             per_pair = _fping(lab, o, pairs, timeout)
         else:
@@ -212,14 +224,30 @@ def _fping(
         try:
             result = parse_fping(stdout, stderr)
             samples = list(result.samples)
+            if o.per_probe:
+                samples += [s for t in result.targets for s in _per_probe(t.target, t.rtts, o)]
         except MeasurementFailed as exc:
             samples = list(exc.samples)
+            if o.per_probe:  # nothing answered: every probe sent was lost
+                for s in exc.samples:
+                    if s.metric == "sent" and s.stream:
+                        samples += _per_probe(s.stream, (None,) * int(s.value), o)
         for addr, dst in addrs.items():
             mine = [s for s in samples if s.stream == addr]
             answered = any(s.metric == "received" and s.value > 0 for s in mine)
             reason = None if answered else f"no reply from {dst} ({addr})"
             out[(src, dst)] = ([replace(s, stream=None) for s in mine], reason, stderr)
     return out
+
+
+def _per_probe(target: str, rtts: tuple[float | None, ...], o: PingOptions) -> list[Sample]:
+    """One sample per probe at its send time: its RTT, or a loss (never an RTT of 0)."""
+    return [
+        Sample("rtt", rtt, "ms", i * o.interval, target)
+        if rtt is not None
+        else Sample("lost", 1, "packets", i * o.interval, target)
+        for i, rtt in enumerate(rtts)
+    ]
 
 
 def _combine(

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from netrig import measure
+from netrig.lab import faults
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
 from netrig.plan.runs import sweep_points
@@ -48,8 +49,18 @@ from netrig.spec.models import LabSpec, Seconds, Strict
 Path = tuple[str | int, ...]
 Scalar = bool | int | float | str
 Vary = dict[str, list[Scalar]] | list[dict[str, Scalar]]
-EXPERIMENT_KEYS = ("measure", "vary", "params", "repeat", "order", "warmup", "cooldown")
-NOT_SUBSTITUTED = ("vary", "params", "repeat", "order", "warmup", "cooldown")
+EXPERIMENT_KEYS = (
+    "measure",
+    "events",
+    "vary",
+    "params",
+    "repeat",
+    "order",
+    "warmup",
+    "cooldown",
+    "stop_on_failure",
+)
+NOT_SUBSTITUTED = ("vary", "params", "repeat", "order", "warmup", "cooldown", "stop_on_failure")
 MAX_EXPR = 200  # characters inside one {…}
 MAX_POINTS = 10000
 
@@ -250,6 +261,14 @@ class ExperimentKeys(Strict):
     )
     warmup: int = Field(0, ge=0, le=1000, description="runs per sweep point done first, not stored")
     cooldown: Seconds = Field(0.0, description="pause between runs")
+    events: list[str] = Field(
+        [],
+        description="faults on a timeline from the start of the measurements, e.g. "
+        "`link n3-n4 down @ 2s`; the measurements then run at the same time",
+    )
+    stop_on_failure: bool = Field(
+        False, description="end the experiment at the first failed run (a sweep for a limit)"
+    )
 
     @field_validator("vary")
     @classmethod
@@ -307,6 +326,7 @@ class SweepPoint:
     plan: LabPlan
     steps: list[MeasureStep]
     network: str  # the plan as JSON: equal between two points → one lab serves both
+    events: list[faults.Event] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -325,6 +345,7 @@ class Experiment:
     vary: Vary
     params: dict[str, Any]
     points: list[SweepPoint] = field(default_factory=list)
+    stop_on_failure: bool = False
 
     def tools(self) -> dict[str, str]:
         """Every program the measurements need → its Debian package."""
@@ -385,6 +406,7 @@ def load_experiment_text(
         cooldown=keys.cooldown,
         vary=vary,
         params=params,
+        stop_on_failure=keys.stop_on_failure,
     )
     _build_points(exp, doc)
     exp.name = exp.points[0].plan.name
@@ -495,7 +517,40 @@ def _point(doc: yamlmarks.MarkedDoc, values: dict[str, Any], params: dict[str, A
     lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
     plan = build_plan(load_doc(lab_doc))
     steps = _steps(doc, data["measure"], plan)
-    return SweepPoint(values, plan, steps, plan.to_json(with_routes=True))
+    events = _events(doc, data.get("events") or [], plan)
+    return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
+
+
+def _events(doc: yamlmarks.MarkedDoc, texts: list[Any], plan: LabPlan) -> list[faults.Event]:
+    """Each event read and checked against the point's lab: the link or node must exist, and
+    stopping a node needs a routing daemon to stop."""
+    from netrig import routing
+    from netrig.lab.build import LabError
+    from netrig.plan.model import UnknownName
+
+    problems, events = [], []
+    daemons = type(routing.make(plan.protocol, plan.routing_options)).start
+    has_daemons = daemons is not routing.RoutingProtocol.start
+    for i, text in enumerate(texts):
+        where = doc.where(("events", i))
+        try:
+            (event,) = faults.check_events(plan, [faults.parse_event(str(text))])
+        except (ValueError, LabError, UnknownName) as exc:
+            problems.append(Problem(where, f"event: {exc}"))
+            continue
+        if event.kind.startswith("node") and not has_daemons:
+            problems.append(
+                Problem(
+                    where,
+                    f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start "
+                    "(use batman, babel or ospf, or a link event)",
+                )
+            )
+            continue
+        events.append(event)
+    if problems:
+        raise SpecError(problems)
+    return sorted(events, key=lambda e: e.at)
 
 
 def _steps(doc: yamlmarks.MarkedDoc, items: list[Any], plan: LabPlan) -> list[MeasureStep]:

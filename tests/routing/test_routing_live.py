@@ -393,6 +393,8 @@ def test_cli_node_stop_start_link_down_up_and_logs(daemon_lab) -> None:  # type:
     for cidr in lab.plan.node("n1").iface("eth0").addrs:  # IPv6 is flushed on down: restored
         assert cidr in addrs
 
+    # bird withdraws and re-adds its routes while the link flaps: wait until they are back
+    assert wait_for(lambda: path_nodes(lab, "n1", "n3") is not None, 20) is not None
     trace = netrig_cli("trace", name, "n1", "n3", "--count", "8")
     assert trace.returncode == 0 and "n1 (eth" in trace.stdout, trace.stdout + trace.stderr
 

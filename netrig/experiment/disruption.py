@@ -1,0 +1,204 @@
+"""What a timeline of faults did to the traffic: derived metrics of one run with `events:`.
+
+Inputs are the run's interval samples on the timeline's clock (t = seconds since the first
+event could have happened, i.e. since the timeline started) and the events as they were
+really applied. Two kinds of series are read:
+
+- probe series: per-probe samples of a `ping` with `per_probe: true` (metric `rtt` for an
+  answered probe, `lost` for one that was not), one series per stream;
+- throughput series: iperf3's per-interval `throughput` of the whole measurement.
+
+Per event (stream = the event, e.g. `link n8-n9 down @ 2s`), for each probe series:
+
+- `outage` [s]: from the first probe lost after the event to the first one answered after it
+  (0 when no probe was lost; the rest of the run when none was answered again);
+- `packets_lost` [packets]: probes lost between this event and the next;
+- `reconvergence` [s]: from the event to the first answered probe after the last loss before
+  the next event — when the path was back for good. Missing (and `recovered` = 0) when the
+  traffic never came back within the run.
+
+For the run as a whole (no stream): `outage` (the longest total time without delivery of one
+probe series after the first event), `packets_lost` (all series), `reconvergence` (the
+latest), and per throughput series `throughput_before`, `throughput_during`,
+`throughput_after` [bit/s]: mean of the intervals before the first event, between it and the
+recovery, and after the recovery. Recovery is when the last event happened or, if later, when
+the probes say traffic was back (or, without probes, the end of the last interval after the
+first event whose throughput was under half of the `before` median).
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from netrig.results.sample import Sample
+
+HALF = 0.5  # below this share of the throughput before the events an interval is disrupted
+
+
+@dataclass(frozen=True)
+class Applied:
+    """An event as it happened: its label and when (seconds on the timeline clock)."""
+
+    label: str
+    at: float
+
+
+@dataclass(frozen=True)
+class ProbeSeries:
+    """Probes of one stream in time order: (send time, answered)."""
+
+    name: str
+    probes: tuple[tuple[float, bool], ...]
+    period: float
+
+    @property
+    def end(self) -> float:
+        return self.probes[-1][0] + self.period if self.probes else 0.0
+
+
+def probe_series(samples: Iterable[tuple[str, Sample]]) -> list[ProbeSeries]:
+    """Per-probe samples (step name, sample) grouped into series, one per step and stream."""
+    groups: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for step, s in samples:
+        if s.t is not None and s.metric in ("rtt", "lost"):
+            name = f"{step} {s.stream}" if s.stream else step
+            groups[name].append((s.t, s.metric == "rtt"))
+    out = []
+    for name, probes in groups.items():
+        probes.sort()
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(probes) if b[0] > a[0]]
+        period = statistics.median(gaps) if gaps else 0.0
+        out.append(ProbeSeries(name, tuple(probes), period))
+    return out
+
+
+def _loss_runs(series: ProbeSeries, start: float) -> list[tuple[float, float | None]]:
+    """(first lost, first answered after it or None) of each run of lost probes from start."""
+    runs: list[tuple[float, float | None]] = []
+    lost_since: float | None = None
+    for t, answered in series.probes:
+        if t < start:
+            continue
+        if not answered and lost_since is None:
+            lost_since = t
+        elif answered and lost_since is not None:
+            runs.append((lost_since, t))
+            lost_since = None
+    if lost_since is not None:
+        runs.append((lost_since, None))
+    return runs
+
+
+@dataclass
+class EventEffect:
+    outage: float
+    lost: int
+    reconvergence: float | None  # None: not back within the run
+
+
+def effect(series: ProbeSeries, event: Applied, next_at: float | None) -> EventEffect:
+    """What one event did to one probe series (see the module docstring)."""
+    window_end = next_at if next_at is not None else float("inf")
+    in_window = [(t, ok) for t, ok in series.probes if event.at <= t < window_end]
+    lost = sum(1 for _t, ok in in_window if not ok)
+    runs = _loss_runs(series, event.at)
+    if not runs or runs[0][0] >= window_end:
+        return EventEffect(0.0, lost, 0.0)
+    first_lost, back = runs[0]
+    outage = (back if back is not None else series.end) - first_lost
+    last_in_window = [r for r in runs if r[0] < window_end][-1]
+    back_for_good = last_in_window[1]
+    reconvergence = None if back_for_good is None else max(back_for_good - event.at, 0.0)
+    return EventEffect(outage, lost, reconvergence)
+
+
+def throughput_series(
+    samples: Iterable[tuple[str, Sample]],
+) -> dict[str, list[tuple[float, float]]]:
+    """iperf3-style interval throughput of each step: (interval start, bit/s), in time order."""
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for step, s in samples:
+        if s.metric == "throughput" and s.t is not None and s.stream is None:
+            out[step].append((s.t, s.value))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _interval(points: Sequence[tuple[float, float]]) -> float:
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(points) if b[0] > a[0]]
+    return statistics.median(gaps) if gaps else 1.0
+
+
+def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> list[Sample]:
+    """The derived metrics of one run; empty if no event happened."""
+    if not events:
+        return []
+    events = sorted(events, key=lambda e: e.at)
+    first = events[0].at
+    out = [Sample("event_at", e.at, "s", stream=e.label) for e in events]
+    series = [s for s in probe_series(samples) if s.probes]
+    recovered = events[-1].at
+    if series:
+        worst_outage, total_lost, latest = 0.0, 0, 0.0
+        all_back = True
+        for ser in series:
+            tag = f" {ser.name}" if len(series) > 1 else ""
+            for i, event in enumerate(events):
+                nxt = events[i + 1].at if i + 1 < len(events) else None
+                eff = effect(ser, event, nxt)
+                stream = event.label + tag
+                out.append(Sample("outage", eff.outage, "s", stream=stream))
+                out.append(Sample("packets_lost", eff.lost, "packets", stream=stream))
+                out.append(
+                    Sample("recovered", 0 if eff.reconvergence is None else 1, "", stream=stream)
+                )
+                if eff.reconvergence is None:
+                    all_back = False
+                else:
+                    out.append(Sample("reconvergence", eff.reconvergence, "s", stream=stream))
+                    latest = max(latest, event.at + eff.reconvergence)
+            runs = _loss_runs(ser, first)
+            time_down = sum((b if b is not None else ser.end) - a for a, b in runs)
+            worst_outage = max(worst_outage, time_down)
+            total_lost += sum(1 for t, ok in ser.probes if t >= first and not ok)
+        out.append(Sample("outage", worst_outage, "s"))
+        out.append(Sample("packets_lost", total_lost, "packets"))
+        out.append(Sample("recovered", 1 if all_back else 0, ""))
+        if all_back:
+            out.append(Sample("reconvergence", max(latest - first, 0.0), "s"))
+        recovered = max(recovered, latest)
+    flows = throughput_series(samples)
+    for step, points in flows.items():
+        stream = step if len(flows) > 1 else None
+        out += _throughput_phases(points, first, recovered, bool(series), stream)
+    return out
+
+
+def _throughput_phases(
+    points: list[tuple[float, float]],
+    first: float,
+    recovered: float,
+    have_probes: bool,
+    stream: str | None,
+) -> list[Sample]:
+    width = _interval(points)
+    before = [v for t, v in points if t + width <= first + 1e-9]
+    if not have_probes and before:
+        low = HALF * statistics.median(before)
+        slow = [t + width for t, v in points if t + width > first and v < low]
+        if slow:
+            recovered = max(recovered, max(slow))
+    during = [v for t, v in points if first <= t + width / 2 < recovered]
+    after = [v for t, v in points if t + width / 2 >= recovered]
+    out = []
+    for metric, values in (
+        ("throughput_before", before),
+        ("throughput_during", during),
+        ("throughput_after", after),
+    ):
+        if values:
+            out.append(Sample(metric, statistics.fmean(values), "bit/s", stream=stream))
+    return out

@@ -1,0 +1,109 @@
+"""Derived metrics of a run with events, from probe and throughput series built here.
+
+The series are what `ping per_probe` and iperf3's intervals produce; the numbers are chosen
+so each definition of the module docstring has one exact answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from netrig.experiment.disruption import Applied, derive
+from netrig.results.sample import Sample
+
+PERIOD = 0.01
+
+
+def probes(
+    lost: list[tuple[float, float]], end: float = 6.0, stream: str | None = None
+) -> list[tuple[str, Sample]]:
+    """A probe every 10 ms from 0 to end; those in a [from, to) range of `lost` are lost."""
+    out = []
+    for i in range(round(end / PERIOD)):
+        t = i * PERIOD
+        if any(a - 1e-9 <= t < b - 1e-9 for a, b in lost):
+            out.append(("ping", Sample("lost", 1, "packets", t, stream)))
+        else:
+            out.append(("ping", Sample("rtt", 0.1, "ms", t, stream)))
+    return out
+
+
+def flow(values: list[float], width: float = 0.5) -> list[tuple[str, Sample]]:
+    return [("iperf3", Sample("throughput", v, "bit/s", i * width)) for i, v in enumerate(values)]
+
+
+def by_stream(samples: list[Sample], metric: str) -> dict[str | None, float]:
+    return {s.stream: s.value for s in samples if s.metric == metric}
+
+
+def test_a_cut_with_a_reroute_gives_outage_loss_and_reconvergence() -> None:
+    # cut at 2.0 s; probes lost from 2.05 to 2.80 (the protocol's detection + reroute)
+    out = derive([Applied("link n2-n3 down @ 2s", 2.0)], probes([(2.05, 2.80)]))
+    outage = by_stream(out, "outage")
+    assert outage[None] == pytest.approx(0.75)
+    assert outage["link n2-n3 down @ 2s"] == pytest.approx(0.75)
+    assert by_stream(out, "packets_lost")[None] == 75
+    assert by_stream(out, "reconvergence")[None] == pytest.approx(0.80)
+    assert by_stream(out, "recovered")[None] == 1
+    assert by_stream(out, "event_at")["link n2-n3 down @ 2s"] == 2.0
+
+
+def test_static_routing_is_down_until_the_link_returns() -> None:
+    events = [Applied("link a-b down @ 1s", 1.0), Applied("link a-b up @ 3s", 3.0)]
+    out = derive(events, probes([(1.0, 3.02)]))
+    assert by_stream(out, "outage")["link a-b down @ 1s"] == pytest.approx(2.02)
+    assert by_stream(out, "reconvergence")["link a-b down @ 1s"] == pytest.approx(2.02)
+    # the two probes lost after `up` belong to the up event's window
+    assert by_stream(out, "packets_lost")["link a-b down @ 1s"] == 200
+    assert by_stream(out, "packets_lost")["link a-b up @ 3s"] == 2
+    assert by_stream(out, "packets_lost")[None] == 202
+    assert by_stream(out, "reconvergence")[None] == pytest.approx(2.02)
+
+
+def test_no_loss_is_a_measured_zero_and_a_flap_counts_every_gap() -> None:
+    quiet = derive([Applied("link a-b rate 10000000 @ 1s", 1.0)], probes([]))
+    assert by_stream(quiet, "outage")[None] == 0
+    assert by_stream(quiet, "packets_lost")[None] == 0
+    flapping = derive([Applied("node n5 stop @ 1s", 1.0)], probes([(1.1, 1.3), (1.5, 1.6)]))
+    assert by_stream(flapping, "outage")[None] == pytest.approx(0.3)  # both gaps
+    assert by_stream(flapping, "outage")["node n5 stop @ 1s"] == pytest.approx(0.2)  # the first
+    assert by_stream(flapping, "reconvergence")[None] == pytest.approx(0.6)  # back for good at 1.6
+
+
+def test_traffic_that_never_returns_has_no_reconvergence() -> None:
+    out = derive([Applied("link a-b down @ 1s", 1.0)], probes([(1.0, 9.0)], end=4.0))
+    assert by_stream(out, "recovered")[None] == 0
+    assert "reconvergence" not in {s.metric for s in out}
+    assert by_stream(out, "outage")[None] == pytest.approx(3.0)  # the rest of the run
+
+
+def test_throughput_before_during_and_after_the_recovery() -> None:
+    # 0.5 s intervals: 10 before the cut at 2 s, 0 while down (probes back at 3.0), 8 after
+    series = flow([10, 10, 10, 10, 0, 0, 8, 8, 8, 8])
+    out = derive([Applied("link a-b down @ 2s", 2.0)], probes([(2.0, 3.0)]) + series)
+    assert by_stream(out, "throughput_before")[None] == 10
+    assert by_stream(out, "throughput_during")[None] == 0
+    assert by_stream(out, "throughput_after")[None] == 8
+
+
+def test_without_probes_the_slow_intervals_mark_the_disruption() -> None:
+    series = flow([10, 10, 10, 10, 1, 2, 9, 9])
+    out = derive([Applied("link a-b down @ 2s", 2.0)], series)
+    assert by_stream(out, "throughput_during")[None] == pytest.approx(1.5)
+    assert by_stream(out, "throughput_after")[None] == 9
+    assert "outage" not in {s.metric for s in out}  # no probe: no claim about packets
+
+
+def test_several_probe_streams_are_told_apart_and_the_worst_is_the_summary() -> None:
+    a = probes([(1.0, 1.2)], end=3.0, stream="n1>n4")
+    b = probes([(1.0, 1.5)], end=3.0, stream="n2>n5")
+    out = derive([Applied("node n3 stop @ 1s", 1.0)], a + b)
+    outage = by_stream(out, "outage")
+    assert outage["node n3 stop @ 1s ping n1>n4"] == pytest.approx(0.2)
+    assert outage["node n3 stop @ 1s ping n2>n5"] == pytest.approx(0.5)
+    assert outage[None] == pytest.approx(0.5)
+    assert by_stream(out, "packets_lost")[None] == 70
+
+
+def test_no_event_applied_derives_nothing() -> None:
+    assert derive([], probes([(1.0, 2.0)])) == []

@@ -1,0 +1,100 @@
+"""`events:` and `stop_on_failure:` in experiment files: read, checked per sweep point,
+errors at file:line:col before anything is created."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from netrig.spec.experiment import load_experiment_text
+from netrig.spec.load import SpecError
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        load_experiment_text(textwrap.dedent(text), "exp.yaml")
+    return [str(p) for p in info.value.problems]
+
+
+def test_events_follow_the_sweep_and_are_sorted_by_time() -> None:
+    exp = load_experiment_text(
+        textwrap.dedent(
+            """\
+            name: cut
+            topology: {kind: ring, nodes: 6}
+            routing: {protocol: babel}
+            measure:
+              - iperf3: {client: n1, server: n4, duration: 3, interval: 0.1}
+              - ping: {src: n1, dst: n4, count: 300, interval: 10ms, per_probe: true}
+            events:
+              - "node n{cut} stop @ 2s"
+              - "link n{cut}-n{cut + 1} down @ 500ms"
+            vary: {cut: [2, 3]}
+            """
+        )
+    )
+    assert [[str(e) for e in p.events] for p in exp.points] == [
+        ["link n2-n3 down @ 0.5s", "node n2 stop @ 2s"],
+        ["link n3-n4 down @ 0.5s", "node n3 stop @ 2s"],
+    ]
+    assert not exp.stop_on_failure
+
+
+def test_a_link_that_does_not_exist_and_an_unreadable_event_point_at_their_line() -> None:
+    found = problems(
+        """\
+        name: cut
+        topology: {kind: ring, nodes: 6}
+        measure:
+          - ping: {src: n1, dst: n4}
+        events:
+          - link n1-n4 down @ 1s
+          - link n1-n2 sideways @ 1s
+          - link n1-n9 up @ 2s
+        """
+    )
+    assert found[0].startswith("exp.yaml:6:")
+    assert "no link between n1 and n4" in found[0] and "n1 is linked to n2, n6" in found[0]
+    assert found[1].startswith("exp.yaml:7:") and "cannot read event" in found[1]
+    assert found[2].startswith("exp.yaml:8:") and "n9" in found[2]
+
+
+def test_stopping_a_node_needs_a_routing_daemon() -> None:
+    found = problems(
+        """\
+        name: cut
+        topology: {kind: chain, nodes: 3}
+        measure:
+          - ping: {src: n1, dst: n3}
+        events: ["node n2 stop @ 1s"]
+        """
+    )
+    assert len(found) == 1 and found[0].startswith("exp.yaml:5:")
+    assert "protocol static runs no daemon" in found[0]
+
+
+def test_stop_on_failure_is_a_boolean() -> None:
+    found = problems(
+        """\
+        name: longest
+        topology: {kind: chain, nodes: "{n}"}
+        measure:
+          - ping: {src: n1, dst: "n{n}"}
+        vary: {n: [2, 3]}
+        stop_on_failure: maybe
+        """
+    )
+    assert found[0].startswith("exp.yaml:6:") and "stop_on_failure" in found[0]
+
+
+def test_per_probe_is_fping_only() -> None:
+    found = problems(
+        """\
+        name: p
+        topology: {kind: pair}
+        measure:
+          - ping: {src: n1, dst: n2, tool: ping, per_probe: true}
+        """
+    )
+    assert "per_probe uses fping" in found[0]
