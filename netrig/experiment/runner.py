@@ -365,7 +365,11 @@ class _Session:
         the lab is put back as it was, and the run gets the derived metrics (outage,
         reconvergence, throughput before/during/after) under the name `events`."""
         assert self.lab is not None
-        self.lab.wait_converged("before the events")
+        try:
+            self.lab.wait_converged("before the events")
+        except LabError as exc:
+            self._down()  # the next run gets a new lab
+            return RunResult("failed", {}, {}, f"lab not ready for the events: {exc}")
         steps = point.steps
         done: dict[str, StepOutcome] = {}
         with faults.during(self.lab, point.events) as timeline:
@@ -404,7 +408,21 @@ class _Session:
         result.samples["events"] = disruption.derive(applied, flat)
         result.outputs["events"] = {"timeline": _timeline_text(timeline)}
         result.reasons += failed
+        self._check_restored()
         return result.finish()
+
+    def _check_restored(self) -> None:
+        """After the timeline is undone, the routing must heal for the next run to start as
+        this one did; if it does not (batmand, for one, never reinstalls a route the kernel
+        dropped with a link unless it changes its mind), the lab is built anew."""
+        assert self.lab is not None
+        try:
+            self.lab.wait_converged("after the events were undone")
+        except LabError as exc:
+            self.say.note(
+                f"lab {self.lab.name} did not heal after the events ({exc}); rebuilding it"
+            )
+            self._down()
 
     def _record(
         self, run: PlannedRun, point: SweepPoint, result: RunResult, started: datetime

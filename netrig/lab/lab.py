@@ -212,12 +212,13 @@ class Lab:
             )
 
     def daemon_failures(self, lines: int = 20) -> list[tuple[str, str]]:
-        """(label, log tail) of every recorded process of this lab that is no longer running."""
+        """(label, log tail) of every daemon of this lab (a process of `start_daemon`, which
+        has a log) that is no longer running; a measurement's processes are not daemons."""
         failed = []
         for obj in self.ledger.objects(self.name, "process"):
-            if obj.pid and not process_alive(obj.pid, obj.starttime):
-                label = obj.name.removeprefix(f"{self.name}/")
-                log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
+            label = obj.name.removeprefix(f"{self.name}/")
+            log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
+            if obj.pid and os.path.exists(log) and not process_alive(obj.pid, obj.starttime):
                 failed.append((label, _tail(log, lines)))
         return failed
 

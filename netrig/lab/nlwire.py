@@ -255,6 +255,13 @@ def new_route(
     return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or f"route {dst}/{dst_len}")
 
 
+def as_delete(request: Request) -> Request:
+    """The RTM_DELROUTE of a new_route request (the kernel matches on the same body)."""
+    if request.msg_type != RTM_NEWROUTE:
+        raise ValueError(f"not a route request: {request.what}")
+    return Request(RTM_DELROUTE, 0, request.body, f"delete {request.what}")
+
+
 # ----------------------------------------------------------------- the socket
 
 

@@ -142,12 +142,20 @@ def mark_started() -> None:
     them up with a timeline of events. One mark per thread, so measurements run side by side
     each keep their own."""
     _started.at = time.monotonic()
+    _started.wall = time.time()
+
+
+def started_wall() -> float:
+    """The wall-clock time of this thread's last mark (now if none): for tools that stamp
+    their output with the time of day, as `fping -D` does."""
+    wall = getattr(_started, "wall", None)
+    return time.time() if wall is None else wall
 
 
 def started_at(default: float) -> float:
     """The last mark of this thread (and clears it); `default` if the plugin set none."""
     at = getattr(_started, "at", None)
-    _started.at = None
+    _started.at = _started.wall = None
     return default if at is None else at
 
 

@@ -18,6 +18,8 @@ RTT of a dead path does not exist and must not be stored as 0.
 
 from __future__ import annotations
 
+import re
+import statistics
 import subprocess
 import time
 from collections import defaultdict
@@ -36,7 +38,10 @@ from netrig.measure import (
     mark_started,
     node_problems,
     not_installed,
+    read_spool,
     register,
+    spool,
+    started_wall,
     tail,
     target_address,
     wait_all,
@@ -155,29 +160,42 @@ def _address(lab: Lab, o: PingOptions, src: str, dst: str) -> str:
     return target_address(lab.plan, src, dst, o.family, o.address)
 
 
-def _start(lab: Lab, node: str, argv: list[str], program: str) -> subprocess.Popen[str]:
-    try:
-        return lab.popen(
-            node,
-            argv,
-            label=f"{lab.name}/{node}/{program}/{time.monotonic_ns()}",
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-    except FileNotFoundError:
-        raise not_installed(program, PACKAGES[program]) from None
+class _Started:
+    """A started ping or fping, its output going to pipes, or to files when it prints a line
+    per probe (a pipe would fill up and block it)."""
+
+    def __init__(
+        self, lab: Lab, node: str, argv: list[str], program: str, spooled: bool = False
+    ) -> None:
+        self.files = (spool(), spool()) if spooled else None
+        out: Any = self.files[0] if self.files else subprocess.PIPE
+        err: Any = self.files[1] if self.files else subprocess.PIPE
+        try:
+            self.proc: subprocess.Popen[str] = lab.popen(
+                node,
+                argv,
+                label=f"{lab.name}/{node}/{program}/{time.monotonic_ns()}",
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
+        except FileNotFoundError:
+            raise not_installed(program, PACKAGES[program]) from None
+
+    def output(self) -> tuple[str, str]:
+        if self.files is None:
+            return self.proc.communicate()
+        return read_spool(self.files[0]), read_spool(self.files[1])
 
 
-def _collect(
-    procs: list[subprocess.Popen[str]], timeout: float, program: str
-) -> list[tuple[str, str]]:
-    """Outputs of processes that print little (they cannot fill a pipe), or a timeout failure."""
+def _collect(started: list[_Started], timeout: float, program: str) -> list[tuple[str, str]]:
+    """Outputs of the processes, or a timeout failure."""
+    procs = [s.proc for s in started]
     try:
         if not wait_all(procs, time.monotonic() + timeout):
             raise MeasurementFailed(f"{program} did not finish within {timeout:g} s")
-        return [p.communicate() for p in procs]
+        return [s.output() for s in started]
     finally:
         for p in procs:
             end_process(p)
@@ -192,7 +210,7 @@ def _ping(
         argv += ["-s", str(o.size)]
     if o.family == 6:
         argv.append("-6")
-    procs = [_start(lab, src, [*argv, _address(lab, o, src, dst)], "ping") for src, dst in pairs]
+    procs = [_Started(lab, src, [*argv, _address(lab, o, src, dst)], "ping") for src, dst in pairs]
     out: dict[tuple[str, str], tuple[list[Sample], str | None, str]] = {}
     for pair, (stdout, stderr) in zip(pairs, _collect(procs, timeout, "ping"), strict=True):
         try:
@@ -209,7 +227,9 @@ def _fping(
     for src, dst in pairs:
         by_src[src].append(dst)
     per_probe_ms = max(int(o.interval * 1000), 1)
-    argv = ["fping", "-q", "-C", str(o.count), "-p", str(per_probe_ms), "-t", "1000"]
+    argv = ["fping", "-C", str(o.count), "-p", str(per_probe_ms), "-t", "1000"]
+    # per probe: a line per reply, stamped (-D), to place every probe on the clock
+    argv += ["-D"] if o.per_probe else ["-q"]
     if o.size is not None:
         argv += ["-b", str(o.size)]
     if o.family == 6:
@@ -217,21 +237,25 @@ def _fping(
     runs = []
     for src, dsts in by_src.items():
         addrs = {_address(lab, o, src, d): d for d in dsts}
-        runs.append((src, addrs, _start(lab, src, [*argv, *addrs], "fping")))
+        runs.append((src, addrs, _Started(lab, src, [*argv, *addrs], "fping", o.per_probe)))
     outputs = _collect([r[2] for r in runs], timeout, "fping")
+    began = started_wall()
     out: dict[tuple[str, str], tuple[list[Sample], str | None, str]] = {}
     for (src, addrs, _), (stdout, stderr) in zip(runs, outputs, strict=True):
         try:
             result = parse_fping(stdout, stderr)
             samples = list(result.samples)
             if o.per_probe:
-                samples += [s for t in result.targets for s in _per_probe(t.target, t.rtts, o)]
+                sent = _send_times(stdout, o.interval)
+                for t in result.targets:
+                    t0 = sent.get(t.target, began) - began
+                    samples += _per_probe(t.target, t.rtts, o, t0)
         except MeasurementFailed as exc:
             samples = list(exc.samples)
             if o.per_probe:  # nothing answered: every probe sent was lost
                 for s in exc.samples:
                     if s.metric == "sent" and s.stream:
-                        samples += _per_probe(s.stream, (None,) * int(s.value), o)
+                        samples += _per_probe(s.stream, (None,) * int(s.value), o, 0.0)
         for addr, dst in addrs.items():
             mine = [s for s in samples if s.stream == addr]
             answered = any(s.metric == "received" and s.value > 0 for s in mine)
@@ -240,14 +264,33 @@ def _fping(
     return out
 
 
-def _per_probe(target: str, rtts: tuple[float | None, ...], o: PingOptions) -> list[Sample]:
-    """One sample per probe at its send time: its RTT, or a loss (never an RTT of 0)."""
+def _per_probe(
+    target: str, rtts: tuple[float | None, ...], o: PingOptions, t0: float = 0.0
+) -> list[Sample]:
+    """One sample per probe at its send time (t0 + number × interval): its RTT, or a loss
+    (never an RTT of 0)."""
     return [
-        Sample("rtt", rtt, "ms", i * o.interval, target)
+        Sample("rtt", rtt, "ms", t0 + i * o.interval, target)
         if rtt is not None
-        else Sample("lost", 1, "packets", i * o.interval, target)
+        else Sample("lost", 1, "packets", t0 + i * o.interval, target)
         for i, rtt in enumerate(rtts)
     ]
+
+
+_STAMPED = re.compile(r"^\[(\d+\.\d+)\] (\S+) : \[(\d+)\], \d+ bytes, (\d+(?:\.\d+)?) ms")
+
+
+def _send_times(stdout: str, interval: float) -> dict[str, float]:
+    """Per target, the wall-clock time its probe 0 was sent, from fping -D's stamped replies
+    (reply time − RTT − number × interval; the median over replies). fping starts a few ms
+    to tens of ms after it is spawned, which would otherwise shift every probe by as much."""
+    starts: dict[str, list[float]] = defaultdict(list)
+    for line in stdout.splitlines():
+        m = _STAMPED.match(line)
+        if m:
+            stamp, target, seq, rtt = float(m[1]), m[2], int(m[3]), float(m[4])
+            starts[target].append(stamp - rtt / 1000 - seq * interval)
+    return {target: statistics.median(values) for target, values in starts.items()}
 
 
 def _combine(

@@ -36,6 +36,7 @@ class _Segment:
     cost: int
     aliases: int = 0
     explicit: dict[tuple[str, str], list[str]] | None = None
+    broadcast: bool = False  # a mesh's one subnet: never a /31, which has no broadcast
 
 
 class _Pool:
@@ -300,7 +301,7 @@ def _segments(
                 )
             )
     if shared:
-        segments.append(_Segment(shared, 1))
+        segments.append(_Segment(shared, 1, broadcast=True))
     segments += [s for s in fabric.values() if s.members]
     return segments
 
@@ -378,7 +379,7 @@ def _assign_addresses(
 
 def _block_size(seg: _Segment, v4: bool) -> int:
     count = len(seg.members) * (1 + seg.aliases)
-    if count <= 2:
+    if count <= 2 and not seg.broadcast:
         return 2
     need = count + (2 if v4 else 1)  # network and broadcast (v4); subnet-router anycast (v6)
     return 1 << (need - 1).bit_length()

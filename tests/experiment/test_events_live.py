@@ -81,9 +81,9 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
         f"""\
         name: {lab_name}
         topology: {{kind: ring, nodes: 6}}
-        routing: {{protocol: babel}}
+        routing: {{protocol: babel, hello_interval: 1}}
         measure:
-          - ping: {{src: n1, dst: n3, count: 500, interval: 10ms, per_probe: true}}
+          - ping: {{src: n1, dst: n3, count: 600, interval: 10ms, per_probe: true}}
         events: ["link n2-n3 down @ 1s"]
         """,
     )

@@ -63,6 +63,19 @@ def test_shared_subnet_for_bridge_protocol() -> None:
     assert not any(n.loopbacks for n in plan.nodes.values())
 
 
+def test_a_two_node_mesh_subnet_still_has_a_broadcast_address() -> None:
+    """batmand refuses an interface without a broadcast address: a pair's one mesh subnet
+    must not be a /31 like a p2p link's."""
+    plan = plan_of(
+        "name: p\ntopology: {kind: pair}\nrouting: {protocol: batman}\naddressing: {ipv6: false}\n"
+    )
+    (a,) = plan.nodes["n1"].iface("eth0").addrs
+    (b,) = plan.nodes["n2"].iface("eth0").addrs
+    net = ip_interface(a).network
+    assert net.prefixlen == 30 and ip_interface(b).network == net
+    assert {ip_interface(a).ip, ip_interface(b).ip} == set(net.hosts())
+
+
 def test_explicit_addresses_define_the_subnet() -> None:
     plan = plan_of(
         "name: e\ntopology: {kind: chain, nodes: 3}\nlinks:\n"

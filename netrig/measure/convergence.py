@@ -1,0 +1,150 @@
+"""convergence: how long the lab's routing takes from a cold start, measured in a lab that is up.
+
+    - convergence: {}                  # with routing: {protocol: babel}, batman, ospf, static
+
+For a routing daemon (batman, babel, ospf): every daemon of the lab is stopped (by PID, as
+`netrig node N stop` does), the protocol's routes are waited out of every node's table, then
+all daemons start again at once and the clock runs until every node has a route to every
+other node's address (polled over rtnetlink, as `netrig up` does). For netrig's own routes
+(static, ecmp) the cold start is removing every planned route and installing them again.
+
+Samples: `convergence` [s] from the start to the first poll that found every route (±
+one poll interval), `start` [s] the part of it netrig spent starting daemons or sending
+routes, `polls` the number of route polls. The lab is converged again when this returns,
+so measurements after it in the same run find it as before.
+"""
+
+from __future__ import annotations
+
+import errno
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.spec.models import Seconds
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+    from netrig.plan.model import LabPlan
+
+NOT_ROUTED = ("none", "bridge")
+DRAIN_TIMEOUT = 15.0  # seconds to wait for stopped daemons' routes to leave the tables
+
+
+class ConvergenceOptions(MeasureOptions):
+    limit: Seconds | None = Field(
+        None, description="give up after this long (default: the protocol's convergence timeout)"
+    )
+
+
+@register
+class Convergence(Measurement):
+    name = "convergence"
+    summary = "cold-start convergence time of the lab's routing (daemons restarted at once)"
+    Options = ConvergenceOptions
+    summary_metrics = ("convergence",)
+
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+        if plan.protocol in NOT_ROUTED:
+            return [((), f"protocol {plan.protocol} has no routes to converge")]
+        return []
+
+    def timeout(self, options: Any) -> float:
+        return float(options.timeout or (options.limit or 120.0) + DRAIN_TIMEOUT + 10.0)
+
+    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+        from netrig import routing
+        from netrig.routing import _daemons
+
+        proto = routing.make(lab.plan.protocol, lab.plan.routing_options)
+        limit = float(options.limit or max(lab.plan.check_timeout, proto.convergence_timeout))
+        if isinstance(proto, _daemons.DaemonProtocol):
+            reach = _daemons.Reachability(lab, proto.is_ours)
+            _stop_daemons(lab, reach)
+            mark_started()
+            began = time.monotonic()
+            for node in lab.plan.nodes:
+                for name, argv in _daemons.recorded(lab, node).items():
+                    _daemons.start(lab, node, name, argv)
+        else:
+            reach = _daemons.Reachability(lab)
+            _remove_routes(lab)
+            mark_started()
+            began = time.monotonic()
+            _install_routes(lab)
+        started = time.monotonic() - began
+        polls = 0
+        while True:
+            polls += 1
+            missing = reach.missing()
+            now = time.monotonic()
+            if not missing:
+                break
+            crashed = lab.daemon_failures()
+            if crashed:
+                label, tail = crashed[0]
+                raise MeasurementFailed(f"{label} exited during the cold start", stderr=tail)
+            if now - began > limit:
+                raise MeasurementFailed(
+                    f"{proto.name} did not converge within {limit:g} s of a cold start; "
+                    + reach.describe()
+                )
+            time.sleep(proto.poll_interval)
+        return [
+            Sample("convergence", now - began, "s"),
+            Sample("start", started, "s"),
+            Sample("polls", polls, ""),
+        ]
+
+
+def _stop_daemons(lab: Lab, reach: Any) -> None:
+    """Stop every daemon and wait until none of the protocol's routes is left anywhere."""
+    from netrig.routing import _daemons
+
+    _daemons.stop(lab, reason="stopped for a cold start")
+    deadline = time.monotonic() + DRAIN_TIMEOUT
+    while True:
+        routes = _daemons.dump_routes(lab, reach.nodes)
+        left = sum(1 for rs in routes.values() for r in rs if reach.accept(r))
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise MeasurementFailed(
+                f"{left} routes of the stopped daemons were still installed after "
+                f"{DRAIN_TIMEOUT:g} s; a cold start cannot begin"
+            )
+        time.sleep(0.1)
+
+
+def _remove_routes(lab: Lab) -> None:
+    from netrig.lab import nlwire
+    from netrig.lab.build import route_requests
+
+    for node in lab.plan.nodes.values():
+        deletes = [nlwire.as_delete(r) for r in route_requests(node)]
+        _send(lab, node.name, deletes, ignore=errno.ESRCH)
+
+
+def _install_routes(lab: Lab) -> None:
+    from netrig.lab.build import route_requests
+
+    for node in lab.plan.nodes.values():
+        _send(lab, node.name, route_requests(node), ignore=errno.EEXIST)
+
+
+def _send(lab: Lab, node: str, requests: list[Any], ignore: int) -> None:
+    from netrig.lab import netns, nlwire
+
+    if not requests:
+        return
+
+    def work() -> list[nlwire.NetlinkError]:
+        with nlwire.RtnlSocket() as sock:
+            return sock.send_batch(requests)
+
+    errors = [e for e in netns.in_netns(lab.ns(node), work) if e.code != ignore]
+    if errors:
+        raise MeasurementFailed(f"routes of {node}: {errors[0]}")

@@ -1,0 +1,48 @@
+"""The `convergence` measurement: a cold start of the lab's routing, timed, in a lab that is up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netrig import measure
+from tests.conftest import netrig_cli, requires_root, requires_tool
+
+pytestmark = [requires_root, pytest.mark.root]
+
+
+def run_convergence(make_lab, protocol: str) -> tuple[dict[str, float], object]:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 6}, "routing": {"protocol": protocol}})
+    plugin = measure.get("convergence")
+    options = plugin.Options.model_validate({})
+    samples = plugin.run(lab, options, plugin.timeout(options))
+    return {s.metric: s.value for s in samples}, lab
+
+
+def test_static_routes_removed_and_installed_again(make_lab) -> None:  # type: ignore[no-untyped-def]
+    values, lab = run_convergence(make_lab, "static")
+    assert values["polls"] >= 1 and 0 < values["start"] <= values["convergence"]
+    # the lab is routed as before: a ping across the ring works
+    done = lab.exec("n1", ["ping", "-c1", "-W2", lab.addr("n4")], capture_output=True)  # type: ignore[attr-defined]
+    assert done.returncode == 0, done.stdout
+
+
+@requires_tool("babeld")
+def test_babel_daemons_restarted_at_once_converge_again(make_lab) -> None:  # type: ignore[no-untyped-def]
+    values, lab = run_convergence(make_lab, "babel")
+    assert values["start"] < values["convergence"]  # babeld needs hellos: more than spawning
+    assert lab.daemon_failures() == []  # type: ignore[attr-defined]
+    done = lab.exec("n1", ["ping", "-c1", "-W2", lab.addr("n4")], capture_output=True)  # type: ignore[attr-defined]
+    assert done.returncode == 0, done.stdout
+
+
+def test_a_lab_without_routing_has_nothing_to_converge(tmp_path: Path, lab_name: str) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(
+        f"name: {lab_name}\ntopology: {{kind: pair}}\nrouting: {{protocol: none}}\n"
+        "measure:\n  - convergence: {}\n"
+    )
+    out = netrig_cli("run", str(path), "--db", str(tmp_path / "r.db"))
+    assert out.returncode == 2
+    assert f"{path}:5:" in out.stderr and "protocol none has no routes to converge" in out.stderr
