@@ -39,6 +39,7 @@ from netrig.stats.stored import (
     median,
     minimum,
     point_label,
+    point_matches,
     resolve_metrics,
     run_series,
     sample_kind,
@@ -479,10 +480,36 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
     ax.set_ylabel(axis_label(metric.metric, scale))
     if req.log_x:
         ax.set_xscale("log")
+    _event_lines(ax, data, req)
     note = "median across repetitions, band: min–max" if req.median else "one line per run"
     if failed_runs:
         note += f"; dotted red: {failed_runs} failed run(s)"
     return note
+
+
+def _event_lines(ax: Any, data: StoredExperiment, req: PlotRequest) -> None:
+    """A dashed vertical line at each fault of a run with `events:` (the median of when it
+    really happened across the runs shown), labelled with the event."""
+    at: dict[str, list[float]] = {}
+    for r in data.runs:
+        if point_matches(r.run.point, req.filters):
+            for name, s in r.samples:
+                if name == "events" and s.metric == "event_at" and s.stream:
+                    at.setdefault(s.stream, []).append(s.value)
+    for label, times in at.items():
+        x = float(np.median(times))
+        ax.axvline(x, color="0.4", linestyle="--", linewidth=1, gid=f"event:{label}")
+        ax.annotate(
+            label.split(" @ ")[0],
+            (x, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -3),
+            textcoords="offset points",
+            rotation=90,
+            va="top",
+            fontsize=8,
+            color="0.3",
+        )
 
 
 def _across_runs(runs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ from shootout_data import CONCURRENCY, base_rate
 
 from netrig.report.plots import FAILED_COLOR, FAILED_GID, PlotRequest, figure, save
 from netrig.report.units import display_scale
+from netrig.results.sample import Sample
 from netrig.results.store import ResultStore
 from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
 
@@ -252,3 +253,19 @@ def test_plot_command(shootout_db: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "a.png").exists()
     suffix = netrig("plot", "shootout", "-o", str(tmp_path / "a.gif"), "--db", str(shootout_db))
     assert suffix.returncode == 2 and ".png, .svg or .pdf" in suffix.stderr
+
+
+def test_timeseries_marks_the_events_of_runs_with_a_timeline(tmp_path: Path) -> None:
+    path = tmp_path / "cut.db"
+    with ResultStore(path) as store:
+        eid = store.begin_experiment("cut", "name: cut\n", {})
+        for rep, actual in enumerate([2.01, 2.03, 2.02]):
+            flow = [Sample("throughput", 0.0 if 2 <= t < 3 else 9e9, "bit/s", t) for t in range(6)]
+            events = [Sample("event_at", actual, "s", stream="link n3-n4 down @ 2s")]
+            store.record_run(eid, {}, rep, "ok", {"iperf3": flow, "events": events})
+        store.finish_experiment(eid, "ok")
+        data = load(store, "cut")
+    ax = figure(data, PlotRequest(kind="timeseries", y="throughput")).axes[0]
+    (line,) = [x for x in ax.lines if x.get_gid() == "event:link n3-n4 down @ 2s"]
+    assert list(line.get_xdata()) == [2.02, 2.02]  # the median of when it happened
+    assert [t.get_text() for t in ax.texts] == ["link n3-n4 down"]
