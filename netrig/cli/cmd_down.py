@@ -29,10 +29,11 @@ def down(labs: tuple[str, ...]) -> None:
 
 
 @cli.command("clean")
+@click.argument("labs", nargs=-1)
 @click.option("--force", is_flag=True, help="Also remove labs whose netrig process still runs.")
 @reports_errors
-def clean(force: bool) -> None:
-    """Remove everything netrig created on this host that is still there.
+def clean(labs: tuple[str, ...], force: bool) -> None:
+    """Remove everything netrig created on this host that is still there (or of LABS only).
 
     Works after a crash or kill -9 mid-build: the ledger records each object before it
     exists. Namespaces and processes netrig did not create are never touched. A lab
@@ -41,7 +42,11 @@ def clean(force: bool) -> None:
     """
     ledger = Ledger()
     names = []
-    for name in ledger.all_lab_names():
+    known = ledger.all_lab_names()
+    for name in labs:
+        if name not in known:
+            err_console.print(f"lab {name}: not in the ledger, nothing to clean")
+    for name in [n for n in known if not labs or n in labs]:
         record = ledger.lab(name)
         if not force and record is not None and record.builder_alive():
             console.print(f"[yellow]kept lab {name}: netrig process {record.pid} is using it[/]")

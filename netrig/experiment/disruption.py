@@ -19,7 +19,7 @@ Per event (stream = the event, e.g. `link n8-n9 down @ 2s`), for each probe seri
 
 For the run as a whole (no stream): `outage` (the longest total time without delivery of one
 probe series after the first event), `packets_lost` (all series), `reconvergence` (the
-latest), and per throughput series `throughput_before`, `throughput_during`,
+slowest event's), and per throughput series `throughput_before`, `throughput_during`,
 `throughput_after` [bit/s]: mean of the intervals before the first event, between it and the
 recovery, and after the recovery. Recovery is when the last event happened or, if later, when
 the probes say traffic was back (or, without probes, the end of the last interval after the
@@ -142,7 +142,7 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
     series = [s for s in probe_series(samples) if s.probes]
     recovered = events[-1].at
     if series:
-        worst_outage, total_lost, latest = 0.0, 0, 0.0
+        worst_outage, total_lost, latest, slowest = 0.0, 0, 0.0, 0.0
         all_back = True
         for ser in series:
             tag = f" {ser.name}" if len(series) > 1 else ""
@@ -160,6 +160,7 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
                 else:
                     out.append(Sample("reconvergence", eff.reconvergence, "s", stream=stream))
                     latest = max(latest, event.at + eff.reconvergence)
+                    slowest = max(slowest, eff.reconvergence)
             runs = _loss_runs(ser, first)
             time_down = sum((b if b is not None else ser.end) - a for a, b in runs)
             worst_outage = max(worst_outage, time_down)
@@ -168,7 +169,7 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
         out.append(Sample("packets_lost", total_lost, "packets"))
         out.append(Sample("recovered", 1 if all_back else 0, ""))
         if all_back:
-            out.append(Sample("reconvergence", max(latest - first, 0.0), "s"))
+            out.append(Sample("reconvergence", slowest, "s"))
         recovered = max(recovered, latest)
     flows = throughput_series(samples)
     for step, points in flows.items():

@@ -70,6 +70,16 @@ def test_no_loss_is_a_measured_zero_and_a_flap_counts_every_gap() -> None:
     assert by_stream(flapping, "reconvergence")[None] == pytest.approx(0.6)  # back for good at 1.6
 
 
+def test_a_restored_link_that_costs_nothing_does_not_count_as_slow() -> None:
+    """Rerouted at once on `down`, nothing lost on `up`: the run's reconvergence is the
+    slowest event's own, not the time between the events."""
+    events = [Applied("link a-b down @ 3s", 3.0), Applied("link a-b up @ 8s", 8.0)]
+    out = derive(events, probes([(3.0, 3.05)], end=12.0))
+    assert by_stream(out, "reconvergence")["link a-b down @ 3s"] == pytest.approx(0.05)
+    assert by_stream(out, "reconvergence")["link a-b up @ 8s"] == 0
+    assert by_stream(out, "reconvergence")[None] == pytest.approx(0.05)
+
+
 def test_traffic_that_never_returns_has_no_reconvergence() -> None:
     out = derive([Applied("link a-b down @ 1s", 1.0)], probes([(1.0, 9.0)], end=4.0))
     assert by_stream(out, "recovered")[None] == 0

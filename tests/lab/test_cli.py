@@ -82,7 +82,7 @@ def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> No
         proc.wait()
         made = [n for n in netns.list_names() if n.startswith(lab_name + "-")]
         assert 0 < len(made) < 1500, "the kill did not land mid-setup"
-        clean = netrig_cli("clean")
+        clean = netrig_cli("clean", lab_name)  # only this test's lab: others may be running
         assert clean.returncode == 0, clean.stderr
         assert not [n for n in netns.list_names() if n.startswith(lab_name + "-")]
         assert foreign_ns in netns.list_names()
@@ -115,10 +115,10 @@ def test_sigterm_during_up_removes_the_partial_lab(tmp_path, lab_name) -> None: 
 
 def test_clean_keeps_a_lab_in_use_unless_forced(make_lab) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "pair"}})  # built by this (still running) process
-    kept = netrig_cli("clean")
+    kept = netrig_cli("clean", lab.name)
     assert kept.returncode == 0 and f"kept lab {lab.name}" in kept.stdout
     assert lab.exists()
-    forced = netrig_cli("clean", "--force")
+    forced = netrig_cli("clean", "--force", lab.name)
     assert forced.returncode == 0
     assert not lab.exists()
 
