@@ -89,6 +89,11 @@ class Measurement:
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
+    def during_events(self, options: Any) -> Any:
+        """The options to use while a timeline of faults runs (`events:`): finer time series
+        where the user left the default. Unchanged by default."""
+        return options
+
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
         raise NotImplementedError
 

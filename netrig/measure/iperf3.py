@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
 LISTEN_TIMEOUT = 5.0  # seconds a server may take to listen
 STARTUP_SLACK = 10.0  # timeout beyond the test's own duration
+EVENTS_INTERVAL = 0.1  # seconds per interval sample while a timeline of faults runs
 PER_ALIAS_SLACK = 0.25  # more timeout per alias stream (per_alias)
 LAUNCH_LEAD, LAUNCH_EACH = 0.3, 0.01  # seconds to launch every alias client before the start
 # sleep until the common start, run iperf3, then print when it exited (wall clock, ns)
@@ -169,6 +170,12 @@ class Iperf3(Measurement):
         if o.timeout:
             return float(o.timeout)
         return o.duration + o.omit + o.connect_timeout + STARTUP_SLACK
+
+    def during_events(self, options: Any) -> Any:
+        """An interval sample every 0.1 s (iperf3's finest) unless the file sets `interval`."""
+        if "interval" in options.model_fields_set:
+            return options
+        return options.model_copy(update={"interval": EVENTS_INTERVAL})
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
         o: Iperf3Options = options

@@ -145,6 +145,13 @@ class Ping(Measurement):
         o: PingOptions = options
         return float(o.timeout or o.count * o.interval + SLACK)
 
+    def during_events(self, options: Any) -> Any:
+        """Every probe on the clock (fping), the loss series outage is derived from, unless
+        the file says `per_probe` or `tool: ping`."""
+        if "per_probe" in options.model_fields_set or options.tool == "ping":
+            return options
+        return options.model_copy(update={"per_probe": True})
+
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
         o: PingOptions = options
         pairs = o.chosen_pairs([n.name for n in lab.plan.hosts()])

@@ -25,6 +25,7 @@ exist is reported as `file:line:col` before anything is created.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import itertools
 import keyword
@@ -518,6 +519,8 @@ def _point(doc: yamlmarks.MarkedDoc, values: dict[str, Any], params: dict[str, A
     plan = build_plan(load_doc(lab_doc))
     steps = _steps(doc, data["measure"], plan)
     events = _events(doc, data.get("events") or [], plan)
+    if events:
+        steps = [dataclasses.replace(s, options=s.plugin.during_events(s.options)) for s in steps]
     return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
 
 

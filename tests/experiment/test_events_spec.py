@@ -98,3 +98,25 @@ def test_per_probe_is_fping_only() -> None:
         """
     )
     assert "per_probe uses fping" in found[0]
+
+
+def test_during_events_series_get_finer_where_the_file_left_the_defaults() -> None:
+    text = """\
+        name: cut
+        topology: {kind: ring, nodes: 6}
+        measure:
+          - iperf3: {client: n1, server: n4, duration: 3}
+          - iperf3: {client: n2, server: n5, duration: 3, interval: 0.5}
+          - ping: {src: n1, dst: n4, count: 300, interval: 10ms}
+        events: ["link n2-n3 down @ 1s"]
+        """
+    exp = load_experiment_text(textwrap.dedent(text))
+    first, second, ping = (s.options for s in exp.points[0].steps)
+    assert first.interval == 0.1 and second.interval == 0.5  # type: ignore[attr-defined]
+    assert ping.per_probe and ping.program() == "fping"  # type: ignore[attr-defined]
+    assert "fping" in exp.tools()
+    calm = load_experiment_text(
+        textwrap.dedent(text).replace('events: ["link n2-n3 down @ 1s"]', "")
+    )
+    assert calm.points[0].steps[0].options.interval == 1.0  # type: ignore[attr-defined]
+    assert not calm.points[0].steps[2].options.per_probe  # type: ignore[attr-defined]
