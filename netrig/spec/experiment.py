@@ -10,12 +10,18 @@
     order: interleaved              # or sequential (default)
     warmup: 1                       # runs per sweep point, done first and not stored
     cooldown: 2s                    # pause between runs
+    events:                         # faults on a timeline, from the start of the measurements
+      - "link n{hops}-n{hops + 1} down @ 2s"
+    stop_on_failure: true           # end at the first failed run (a sweep for a limit)
 
 Parameters (`vary:` and `params:`) may be used in any value of the file, lab part included,
 as `{expr}` inside strings, where expr is arithmetic (+ - * / // % and parentheses) on
 numbers and parameters and nothing else: it is parsed with `ast` and only those nodes are
 evaluated, so no code can run. A value that is exactly one `{expr}` takes the expression's
 type (`nodes: "{2 * n}"` is a number); `{{` and `}}` are literal braces.
+
+With `events:` the measurements of a run start together and each event is checked against
+the point's lab (the link or node must exist; `node N stop` needs a routing daemon).
 
 Every sweep point is substituted and validated up front, with the lab loader's models and a
 check of each measurement against that point's plan, so a typo or a server that does not
