@@ -11,10 +11,12 @@ output is `netrig logs LAB s1`.
 
 The bridge uses the userspace datapath (`datapath_type=netdev`): it needs no kernel module
 (many kernels, this VM's included, have none) and reads its ports with AF_PACKET. A packet
-socket sees a veth's frames before segmentation and checksumming, so every port of a
-layer-2 fabric that holds an OVS switch has checksum and segmentation offloads turned off
-(`ethtool -K IF tx off tso off gso off`, both ends): without that, TCP through the switch
-stalls on 64 KB frames with unfinished checksums.
+socket sees a veth's frames before segmentation and checksumming (64 KB TCP frames with
+partial checksums), so the datapath's own TCP segmentation is switched on
+(`other_config:userspace-tso-enable=true`, read once when ovs-vswitchd starts): its ports
+then carry virtio-net headers and such frames pass as they are. Without it TCP through the
+switch stalls unless every port of the fabric has its offloads turned off (`ethtool -K IF
+tx off`), which measured ten times slower here.
 
 The database is written before ovs-vswitchd starts (`ovs-vsctl --no-wait`), so the daemon
 builds the bridge, its ports, dpid, STP and controller in one go.
@@ -67,11 +69,6 @@ def missing_tools(controller: bool = False) -> str:
         return (
             f"switch: ovs needs Open vSwitch, which is not installed here ({what} not found): "
             f"apt-get install -y {PACKAGE}"
-        )
-    if shutil.which("ethtool") is None:
-        return (
-            "switch: ovs needs ethtool to turn off checksum offloads on the switch's links "
-            "(the userspace datapath reads them with AF_PACKET): apt-get install -y ethtool"
         )
     if controller and shutil.which("ovs-testcontroller") is None:
         return (
@@ -175,6 +172,9 @@ def config_args(node: NodePlan) -> list[str]:
     if ovs.stp:
         bridge += [f"other_config:{k}={v}" for k, v in STP_TIMERS.items()]
     args = ["--", "init", "--", "add-br", br, "--", "set", "Bridge", br, *bridge]
+    # TCP segmentation in the datapath: ports are read and written with virtio-net headers,
+    # so a veth's unsegmented 64 KB frames with partial checksums pass as they are
+    args += ["--", "set", "Open_vSwitch", ".", "other_config:userspace-tso-enable=true"]
     for iface in node.ifaces:
         args += ["--", "add-port", br, iface.name]
     controller = controller_target(ovs)
@@ -239,7 +239,6 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
     say(f"starting Open vSwitch in {', '.join(n.name for n in nodes)} (userspace datapath)")
     for text in warnings(lab.plan):
         say(text)
-    offloads_off(lab)
     schema = schema_path()
     assert schema is not None
     for node in nodes:
@@ -301,31 +300,6 @@ def wait_stp(lab: Lab, timeout: float) -> list[str]:
         time.sleep(0.2)
         settling = stp_settling(lab)
     return settling
-
-
-def offloads_off(lab: Lab) -> None:
-    """Checksum and segmentation offloads off on both ends of every link of a layer-2
-    fabric (switch nodes joined by links) that holds an OVS switch."""
-    plan = lab.plan
-    fabric = {n.name for n in ovs_nodes(plan)}
-    grown = True
-    while grown:  # switches reachable from an OVS switch over switch–switch links
-        grown = False
-        for link in plan.links:
-            for a, b in ((link.a, link.b), (link.b, link.a)):
-                if a in fabric and b not in fabric and plan.nodes[b].kind == "switch":
-                    fabric.add(b)
-                    grown = True
-    ports: dict[str, list[str]] = {}
-    for link in plan.links:
-        if link.a in fabric or link.b in fabric:
-            ports.setdefault(link.a, []).append(link.a_iface)
-            ports.setdefault(link.b, []).append(link.b_iface)
-    for node, names in ports.items():
-        script = " && ".join(f"ethtool -K {n} tx off tso off gso off" for n in names)
-        done = lab.exec(node, ["sh", "-c", script], capture_output=True)
-        if done.returncode != 0:
-            raise LabError(f"{node}: turning off offloads: {done.stderr.strip()}")
 
 
 def bridge_facts(lab: Lab, node: str) -> dict[str, str]:
