@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -192,6 +193,16 @@ def test_cli_up_logs_down(tmp_path: os.PathLike[str]) -> None:
         assert "n1/ovsdb-server (running" in logs.stdout
         show = netrig_cli("exec", name, "n1", "--", "ovs-vsctl", "get-controller", "br0")
         assert show.returncode == 0 and show.stdout.strip() == ""  # dropped, not configured
+        # the switch fails and comes back: `netrig node` stops and restarts its daemons
+        ping = ("exec", name, "n2", "--", "ping", "-c1", "-W1", "198.18.0.3")
+        stop = netrig_cli("node", name, "n1", "stop")
+        assert stop.returncode == 0 and "n1/ovs-vswitchd" in stop.stdout, stop.stderr
+        assert netrig_cli(*ping).returncode != 0
+        start = netrig_cli("node", name, "n1", "start")
+        assert start.returncode == 0 and "n1/ovs-vswitchd" in start.stdout, start.stderr
+        deadline = time.monotonic() + 10
+        while netrig_cli(*ping).returncode != 0:
+            assert time.monotonic() < deadline, "no traffic through the restarted switch"
     finally:
         down = netrig_cli("down", name)
     assert down.returncode == 0 and "2 processes" in down.stdout
