@@ -232,15 +232,21 @@ def _check_ovs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Probl
                     "each switch needs its own dpid",
                 )
             )
-    first = next((n for n in nodes.values() if n.ovs is not None), None)
-    if first is not None:
+    ovs_nodes = [n for n in nodes.values() if n.ovs is not None]
+    if ovs_nodes:
         from netrig.switch import ovs  # probed only when a file asks for Open vSwitch
 
-        missing = ovs.missing_tools(controller=any(
-            n.ovs.controller == "standalone" for n in nodes.values() if n.ovs
-        ))  # fmt: skip
+        missing = ovs.missing_tools()
         if missing:
-            problems.append(Problem(graph.where(graph.node_paths[first.name]), missing))
+            problems.append(Problem(graph.where(graph.node_paths[ovs_nodes[0].name]), missing))
+            return
+        for node in ovs_nodes:
+            if node.ovs is not None and node.ovs.controller == "standalone":
+                missing = ovs.missing_tools(controller=True)
+                if missing:
+                    path = (*graph.node_paths[node.name], "controller")
+                    problems.append(Problem(graph.where(path), missing))
+                    return
 
 
 def _stp_option(proto: object, auto: bool) -> bool:

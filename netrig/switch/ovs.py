@@ -242,6 +242,7 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
     schema = schema_path()
     assert schema is not None
     for node in nodes:
+        assert node.ovs is not None
         rd = run_dir(lab, node.name)
         os.makedirs(rd, exist_ok=True)
         done = subprocess.run(
@@ -249,20 +250,22 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
         )
         if done.returncode != 0:
             raise LabError(f"{node.name}: ovsdb-tool create: {done.stderr.strip()}")
-        argvs = daemon_argvs(node.ovs)  # type: ignore[arg-type]
+        argvs = daemon_argvs(node.ovs)
         for name in ("ovsdb-server", "ovs-testcontroller"):
             if name in argvs:
                 _daemons.start(lab, node.name, name, argvs[name])
     for node in nodes:
-        _wait_for(lab, node.name, "db.sock", lambda n=node.name: os.path.exists(  # type: ignore[misc]
-            os.path.join(run_dir(lab, n), "db.sock")))  # fmt: skip
+        assert node.ovs is not None
+        socket = os.path.join(run_dir(lab, node.name), "db.sock")
+        _wait_for(lab, node.name, "its database", lambda path=socket: os.path.exists(path))
         vsctl(lab, node.name, "--no-wait", *config_args(node))
-        _daemons.start(lab, node.name, "ovs-vswitchd", daemon_argvs(node.ovs)["ovs-vswitchd"])  # type: ignore[arg-type]
+        _daemons.start(lab, node.name, "ovs-vswitchd", daemon_argvs(node.ovs)["ovs-vswitchd"])
     for node in nodes:
         # a change without --no-wait returns once ovs-vswitchd has applied the database
         vsctl(lab, node.name, "set", "Open_vSwitch", ".", f"external_ids:netrig-lab={lab.name}")
-        if node.ovs and node.ovs.controller == "standalone":
-            _wait_for(lab, node.name, "its controller", lambda n=node.name: _connected(lab, n))  # type: ignore[misc]
+        if node.ovs is not None and node.ovs.controller == "standalone":
+            name = node.name
+            _wait_for(lab, name, "its controller", lambda name=name: _connected(lab, name))
 
 
 def _wait_for(lab: Lab, node: str, what: str, ready: Callable[[], bool]) -> None:
