@@ -171,8 +171,10 @@ tool("batmand", "batmand", "userspace BATMAN routing (when batman-adv is missing
      version=("-v",))
 tool("babeld", "babeld", "Babel routing daemon", version=("-V",))
 tool("bird", "bird2", "OSPF/BGP routing daemon (BIRD 2)")
-tool("ovs", "openvswitch-switch", "Open vSwitch switch nodes",
-     commands=("ovs-vsctl", "ovs-vswitchd"))
+tool("ovs", "openvswitch-switch", "Open vSwitch switch nodes (switch: ovs)",
+     commands=("ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-appctl"))
+tool("ovs-testcontroller", "openvswitch-testcontroller",
+     "an OpenFlow controller for OVS switch nodes (controller: standalone)", optional=True)
 tool("xdp-loader", "xdp-tools", "loading XDP programs, xdp-filter experiments", version=None)
 tool("bpftool", "bpftool", "inspecting BPF programs and maps")
 tool("clang", "clang", "building netrig's native BPF programs")

@@ -82,6 +82,7 @@ class Lab:
         try:
             self.timings = build(self.plan, self.ledger, say)
             save_json(self.ledger.plan_path(self.name), _json_obj(self.plan))
+            self._start_switches(say)
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
         except BaseException:
@@ -96,6 +97,16 @@ class Lab:
         if self._protocol is None:
             self._protocol = routing.make(self.plan.protocol, self.plan.routing_options)
         return self._protocol
+
+    def _start_switches(self, say: Progress) -> None:
+        """Open vSwitch switch nodes run daemons: started before routing needs the fabric."""
+        if any(n.ovs for n in self.plan.nodes.values()):
+            from netrig.switch import ovs
+
+            start = time.perf_counter()
+            ovs.start(self, say)
+            if self.timings:
+                self.timings.extra["switches"] = time.perf_counter() - start
 
     def _start_routing(self, say: Progress) -> None:
         """Start the protocol's daemons (if any) and wait until it says it has converged."""
@@ -142,7 +153,19 @@ class Lab:
             settling = check.wait_bridges(self.plan, max(timeout, 10.0))
             if settling:
                 raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
+        if any(n.ovs and n.ovs.stp for n in self.plan.nodes.values()):
+            from netrig.switch import ovs
+
+            say("waiting for Open vSwitch spanning tree to settle")
+            settling = ovs.wait_stp(self, max(timeout, 20.0))
+            if settling:
+                raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
         if check_reachability and self.plan.reachability != "none":
+            if any(n.ovs for n in self.plan.nodes.values()):
+                from netrig.switch import ovs
+
+                if ovs.waits_for_fail_open(self.plan):
+                    timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
             pairs = check.check_pairs(self.plan, self.plan.reachability)
             say(f"checking reachability ({len(pairs)} pairs)")
             result = check.ping_pairs(self.plan, pairs, timeout)
@@ -191,7 +214,7 @@ class Lab:
         return path
 
     def private_run_dir(self, node: str) -> str | None:
-        if not self.plan.private_run:
+        if not self.plan.private_run and self.plan.node(node).ovs is None:
             return None
         path = os.path.join(self.node_dir(node), "run")
         os.makedirs(path, exist_ok=True)

@@ -260,10 +260,17 @@ def alias_pairs(plan: LabPlan, client: str, server: str, family: int) -> list[tu
     The first address of each end is the link's own; the ones after it are its aliases.
     """
     ifaces = [i for i in plan.node(server).ifaces if i.peer == client]
-    if not ifaces:
-        raise ValueError(f"per_alias needs a direct link between {client} and {server}")
-    srv: IfacePlan = ifaces[0]
-    cli = plan.node(client).iface(srv.peer_iface)
+    if ifaces:
+        srv: IfacePlan = ifaces[0]
+        cli = plan.node(client).iface(srv.peer_iface)
+    else:  # both on one switch (one subnet): the ports of that segment
+        ports = _segment_ports(plan, client, server)
+        if ports is None:
+            raise ValueError(
+                f"per_alias needs a direct link between {client} and {server}, "
+                "or both on one switch"
+            )
+        cli, srv = ports
     s_addrs = [a.split("/")[0] for a in srv.addrs if family_of(a) == family]
     c_addrs = [a.split("/")[0] for a in cli.addrs if family_of(a) == family]
     if len(s_addrs) < 2:
@@ -272,6 +279,20 @@ def alias_pairs(plan: LabPlan, client: str, server: str, family: int) -> list[tu
             "set `aliases: N` on it (links: [{a: …, b: …, aliases: N}])"
         )
     return list(zip(c_addrs[1:], s_addrs[1:], strict=True))
+
+
+def _segment_ports(plan: LabPlan, client: str, server: str) -> tuple[IfacePlan, IfacePlan] | None:
+    """The client's and the server's interfaces on a switched segment they share."""
+    for net in plan.networks:
+        names = dict(net.members)
+        if client in names and server in names:
+            try:
+                return plan.node(client).iface(names[client]), plan.node(server).iface(
+                    names[server]
+                )
+            except KeyError:  # a bridge port (pure layer-2 labs), not an interface
+                return None
+    return None
 
 
 class _Server:

@@ -13,7 +13,15 @@ import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
-from netrig.plan.model import BridgePlan, IfacePlan, LabPlan, LinkPlan, NetworkPlan, NodePlan
+from netrig.plan.model import (
+    BridgePlan,
+    IfacePlan,
+    LabPlan,
+    LinkPlan,
+    NetworkPlan,
+    NodePlan,
+    OvsPlan,
+)
 from netrig.spec.load import GraphLink, LabGraph, Problem, SpecError
 
 BASE_SYSCTLS = {
@@ -114,6 +122,10 @@ def build_plan(graph: LabGraph) -> LabPlan:
     stp_auto = _has_cycle(graph) if bridged_hosts else False
     for node in nodes.values():
         spec_node = graph.nodes[node.name]
+        if node.kind == "switch" and spec_node.switch == "ovs":
+            node.ovs = OvsPlan("br0", spec_node.dpid or f"{node.index:016x}", spec_node.stp,
+                               spec_node.controller)  # fmt: skip
+            continue
         wants_bridge = node.kind == "switch" or (bridged_hosts and node.ifaces)
         if not wants_bridge:
             continue
@@ -121,6 +133,10 @@ def build_plan(graph: LabGraph) -> LabPlan:
         node.bridge = BridgePlan("br0", 2 + len(node.ifaces), stp)
         for iface in node.ifaces:
             iface.master = "br0"
+
+    _check_ovs(graph, nodes, problems)
+    if problems:
+        raise SpecError(problems)
 
     mode = proto.addressing or spec.addressing.mode  # a protocol may force its mode
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
@@ -196,6 +212,41 @@ def _static_neighbors(nodes: dict[str, NodePlan], networks: list[NetworkPlan]) -
             for other, other_name in peers:
                 _idx, mac, addrs = port(other, other_name)
                 plan.neighbors += [(index, a.split("/")[0], mac) for a in addrs]
+
+
+def _check_ovs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
+    """Open vSwitch nodes: datapath IDs unique in the lab, and Open vSwitch installed."""
+    owners: dict[str, str] = {}
+    for node in nodes.values():
+        if node.ovs is None:
+            continue
+        path = graph.node_paths[node.name]
+        given = graph.nodes[node.name].dpid is not None
+        other = owners.setdefault(node.ovs.dpid, node.name)
+        if other != node.name:
+            how = "" if given else " (its default, from its position in the node list)"
+            problems.append(
+                Problem(
+                    graph.where((*path, "dpid") if given else path),
+                    f"dpid {node.ovs.dpid} of {node.name}{how} is also {other}'s; "
+                    "each switch needs its own dpid",
+                )
+            )
+    ovs_nodes = [n for n in nodes.values() if n.ovs is not None]
+    if ovs_nodes:
+        from netrig.switch import ovs  # probed only when a file asks for Open vSwitch
+
+        missing = ovs.missing_tools()
+        if missing:
+            problems.append(Problem(graph.where(graph.node_paths[ovs_nodes[0].name]), missing))
+            return
+        for node in ovs_nodes:
+            if node.ovs is not None and node.ovs.controller == "standalone":
+                missing = ovs.missing_tools(controller=True)
+                if missing:
+                    path = (*graph.node_paths[node.name], "controller")
+                    problems.append(Problem(graph.where(path), missing))
+                    return
 
 
 def _stp_option(proto: object, auto: bool) -> bool:

@@ -40,6 +40,17 @@ class BridgePlan:
 
 
 @dataclass
+class OvsPlan:
+    """An Open vSwitch bridge in a switch node (userspace datapath); its ports are the
+    node's interfaces."""
+
+    bridge: str
+    dpid: str  # 16 hex digits
+    stp: bool
+    controller: str  # none | standalone | tcp:IP:PORT
+
+
+@dataclass
 class RoutePlan:
     dst: str  # "198.18.0.0/24"
     nexthops: list[tuple[str, int]]  # (gateway, ifindex); several = multipath
@@ -54,6 +65,7 @@ class NodePlan:
     ifaces: list[IfacePlan] = field(default_factory=list)
     loopbacks: list[str] = field(default_factory=list)  # "198.18.0.1/32", "2001:2::1/128"
     bridge: BridgePlan | None = None
+    ovs: OvsPlan | None = None  # an Open vSwitch switch node (then bridge is None)
     routes: list[RoutePlan] = field(default_factory=list)
     # permanent ARP/ND entries (ifindex, address, mac): the kernel's neighbour tables are
     # shared by all namespaces and overflow at 1024 dynamic entries (gc_thresh3)
@@ -151,6 +163,7 @@ class LabPlan:
         for name, n in data["nodes"].items():
             n["ifaces"] = [IfacePlan(**i) for i in n["ifaces"]]
             n["bridge"] = BridgePlan(**n["bridge"]) if n["bridge"] else None
+            n["ovs"] = OvsPlan(**n["ovs"]) if n.get("ovs") else None
             n["routes"] = [
                 RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]]) for r in n["routes"]
             ]

@@ -122,15 +122,59 @@ class Link(LinkAttrs):
         return {k: getattr(self, k) for k in self.model_fields_set if k in _LINK_ATTR_NAMES}
 
 
+def _dpid(value: Any) -> str:
+    """An OpenFlow datapath ID: 16 hex digits, written as a string (YAML reads 0000…1 as 1)."""
+    if not isinstance(value, str) or not re.fullmatch(r"[0-9A-Fa-f]{16}", value):
+        raise ValueError(f'dpid {value!r} must be 16 hex digits in quotes, e.g. "0000000000000001"')
+    return value.lower()
+
+
+def _controller(value: Any) -> str:
+    """none | standalone | tcp:IP:PORT (an OpenFlow controller the switch connects to)."""
+    text = str(value)
+    if text in ("none", "standalone"):
+        return text
+    match = re.fullmatch(r"tcp:(\[[0-9A-Fa-f:.]+\]|[0-9.]+)(?::(\d{1,5}))?", text)
+    if not match:
+        raise ValueError(
+            f"controller {text!r} must be none, standalone (netrig runs ovs-testcontroller in "
+            "the switch node) or tcp:IP[:PORT], e.g. tcp:127.0.0.1:6653"
+        )
+    try:
+        ip_interface(match.group(1).strip("[]"))
+    except ValueError:
+        raise ValueError(f"controller {text!r}: {match.group(1)!r} is not an IP address") from None
+    if match.group(2) and not 0 < int(match.group(2)) < 65536:
+        raise ValueError(f"controller {text!r}: port must be 1–65535")
+    return text
+
+
+Dpid = Annotated[str, BeforeValidator(_dpid)]
+Controller = Annotated[str, BeforeValidator(_controller)]
+
+
 class Node(Strict):
     name: NodeName
     kind: Literal["host", "switch"] = "host"
     stp: bool = Field(False, description="spanning tree on a switch node")
+    switch: Literal["linux", "ovs"] = Field(
+        "linux", description="what a switch node is: a Linux bridge or Open vSwitch"
+    )
+    dpid: Dpid | None = Field(None, description="OpenFlow datapath ID of an ovs switch")
+    controller: Controller = Field(
+        "none", description="ovs switch: none | standalone (ovs-testcontroller) | tcp:IP:PORT"
+    )
 
     @model_validator(mode="after")
     def _stp_on_switch(self) -> Node:
         if self.stp and self.kind != "switch":
             raise ValueError("stp applies to switch nodes (kind: switch)")
+        ovs_keys = [k for k in ("switch", "dpid", "controller") if k in self.model_fields_set]
+        if ovs_keys and self.kind != "switch":
+            raise ValueError(f"{ovs_keys[0]} applies to switch nodes (kind: switch)")
+        ovs_only = [k for k in ("dpid", "controller") if k in self.model_fields_set]
+        if ovs_only and self.switch != "ovs":
+            raise ValueError(f"{ovs_only[0]} applies to Open vSwitch nodes (switch: ovs)")
         return self
 
 

@@ -34,6 +34,8 @@ def test_json_run_in_a_fresh_process(unchanged_host) -> None:
     assert doc["features"]["netem"]["status"] == "missing"
     assert doc["tools"]["iperf3"]["found"] is True
     assert "batman-adv missing → BATMAN labs use the userspace batmand" in doc["degrades"]
+    assert any(line.startswith("openvswitch missing → OVS switch nodes use the userspace datapath")
+               for line in doc["degrades"])  # fmt: skip
     assert any(line.startswith("netem missing → delay/loss") for line in doc["cannot"])
     unchanged_host()
 
