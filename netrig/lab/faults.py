@@ -15,7 +15,10 @@ before the fault.
 from __future__ import annotations
 
 import errno
+import json
+import os
 import re
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -53,16 +56,75 @@ def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
 def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
     """Both ends of the A–B link administratively down (or up again)."""
     link = find_link(lab.plan, a, b)
-    for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
+    ends = ((link.a, link.a_iface), (link.b, link.b_iface))
+    keep = not lab.protocol.restores_dropped_routes
+    for node, ifname in ends:
         iface = lab.plan.node(node).iface(ifname)
+        if keep and not up:
+            _save_routes(lab, node, ifname, iface.index)
         requests = [nlwire.set_link(iface.index, up=up, what=f"{ifname} of {node}")]
         if up:
             requests += _restore_requests(lab.plan, node, iface.index)
         _send(lab, node, requests)
     if up:  # only now: a route's nexthop is reachable once both ends are up again
-        for node in (link.a, link.b):
-            _send(lab, node, route_requests(lab.plan.node(node)))
+        for node, ifname in ends:
+            _send(lab, node, route_requests(lab.plan.node(node)) + _saved_routes(lab, node, ifname))
     return link
+
+
+def _routes_file(lab: Lab, node: str, ifname: str) -> str:
+    return os.path.join(lab.node_dir(node), f"routes-via-{ifname}.json")
+
+
+def _save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
+    """The daemon's routes out of one interface, as the kernel dumps them, kept in the
+    node's directory (`link … up` may be another netrig process) until the link is up."""
+
+    def work() -> list[str]:
+        with nlwire.RtnlSocket() as sock:
+            body = struct.pack("=BBBBBBBBI", 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            replies = sock.request(nlwire.RTM_GETROUTE, nlwire.NLM_F_DUMP, body)
+        kept = []
+        for _type, payload in replies:
+            proto, rtype = payload[5], payload[7]
+            attrs = nlwire.parse_attrs(payload, 12)
+            oif = attrs.get(nlwire.RTA_OIF)
+            if rtype == 1 and proto != 2 and oif and struct.unpack("=I", oif)[0] == index:
+                kept.append(_route_body(payload, attrs).hex())  # unicast, not connected
+        return kept
+
+    routes = netns.in_netns(lab.ns(node), work)
+    with open(_routes_file(lab, node, ifname), "w") as fh:
+        json.dump(routes, fh)
+
+
+_ROUTE_ATTRS = (1, 4, 5, 6, 7, 15)  # RTA_DST, OIF, GATEWAY, PRIORITY, PREFSRC, TABLE
+
+
+def _route_body(payload: bytes, attrs: dict[int, bytes]) -> bytes:
+    """A dumped route as a request body: its header without the dump's flags, and only the
+    attributes that say what the route is (a dump also carries cache info and the like)."""
+    family, dst_len, src_len, tos, table, proto, scope, rtype, _flags = struct.unpack_from(
+        "=BBBBBBBBI", payload
+    )
+    head = struct.pack("=BBBBBBBBI", family, dst_len, src_len, tos, table, proto, scope, rtype, 0)
+    return head + b"".join(nlwire.attr(k, attrs[k]) for k in _ROUTE_ATTRS if k in attrs)
+
+
+def _saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
+    """The routes saved at `down`, to add again (EEXIST: the daemon has one already)."""
+    path = _routes_file(lab, node, ifname)
+    try:
+        with open(path) as fh:
+            payloads = json.load(fh)
+    except FileNotFoundError:
+        return []
+    os.unlink(path)
+    flags = nlwire.NLM_F_CREATE | nlwire.NLM_F_EXCL
+    return [
+        nlwire.Request(nlwire.RTM_NEWROUTE, flags, bytes.fromhex(p), f"route back via {ifname}")
+        for p in payloads
+    ]
 
 
 def _restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Request]:

@@ -37,6 +37,10 @@ class RoutingProtocol:
     families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
     convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
     poll_interval: ClassVar[float] = 0.2
+    # Does the daemon put back its routes through a link that went down and up again? The
+    # kernel deletes them on `down`; a daemon that does not notice (batmand reinstalls a
+    # route only when it changes its choice) gets them put back by netrig on `up`.
+    restores_dropped_routes: ClassVar[bool] = True
 
     def __init__(self, options: BaseModel) -> None:
         self.options = options

@@ -68,6 +68,7 @@ class Batman(_daemons.DaemonProtocol):
     families = (4,)
     convergence_timeout = 60.0
     poll_interval = 0.25
+    restores_dropped_routes = False
 
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
