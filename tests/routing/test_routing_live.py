@@ -442,3 +442,28 @@ def test_babel_example_runs_with_netrig_run(tmp_path: Path, lab_name: str) -> No
             if s.metric == "throughput" and s.t is None and s.stream is None
         ]
     assert run.status == "ok" and len(values) == 1 and values[0] > 1e8  # > 100 Mbit/s
+
+
+@requires_tool("batmand")
+def test_a_short_flap_leaves_batmand_its_routes(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    """The kernel drops the routes through a link taken down; batmand reinstalls a route
+    only when it changes its choice, so netrig puts back what it had at `down` on `up`."""
+    lab = daemon_lab({"topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": "batman"}})
+
+    def routes(node: str) -> set[str]:
+        out = lab.exec(
+            node,
+            ["ip", "-4", "route", "show", "table", "all", "proto", "static"],
+            capture_output=True,
+        )
+        return set(out.stdout.splitlines())
+
+    before = routes("n2")
+    assert any("dev eth1" in r for r in before)  # n2's routes out of its link to n3
+    faults.set_link(lab, "n2", "n3", up=False)
+    assert not any("dev eth1" in r for r in routes("n2"))  # the kernel dropped them
+    faults.set_link(lab, "n2", "n3", up=True)
+    after = routes("n2")
+    # every destination is routed again, the way batmand last chose
+    assert {r.split()[0] for r in after} == {r.split()[0] for r in before}
+    assert lab.protocol.converged(lab)
