@@ -97,45 +97,52 @@ class StageLatency(Measurement):
         return float(o.timeout or o.count * o.interval + READY_TIMEOUT + 10.0)
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        from netrig.native import build
+        sent, got = exchange(lab, options, timeout)
+        return samples(sent, {seq: (x, r) for seq, (x, r, _) in got.items()})
 
-        o: StageLatencyOptions = options
+
+def exchange(
+    lab: Lab, o: StageLatencyOptions, timeout: float
+) -> tuple[dict[int, int], dict[int, tuple[int, int, int]]]:
+    """Run receiver and sender once: (seq → send_ns, seq → (xdp_ns, recv_ns, recv_real_ns))."""
+    from netrig.native import build
+
+    try:
+        helper, obj = build.helper(), build.bpf_object("xdp_stamp")
+    except build.BuildError as exc:
+        raise MeasurementFailed(str(exc)) from None
+    iface = receiving_iface(lab.plan, o)
+    dst = target_address(lab.plan, o.sender, o.receiver, o.family, o.address)
+    argv = [helper, "stamp-recv", iface, str(o.port), str(o.count), obj]
+    err = spool()
+    rx = lab.popen(
+        o.receiver,
+        [*argv, "spin"] if o.wait == "spin" else argv,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        _wait_ready(rx, err)
+        interval_us = str(max(int(o.interval * 1e6), 0))
+        tx_argv = [helper, "send", dst, str(o.port), str(o.count), interval_us, str(o.size)]
         try:
-            helper, obj = build.helper(), build.bpf_object("xdp_stamp")
-        except build.BuildError as exc:
-            raise MeasurementFailed(str(exc)) from None
-        iface = receiving_iface(lab.plan, o)
-        dst = target_address(lab.plan, o.sender, o.receiver, o.family, o.address)
-        argv = [helper, "stamp-recv", iface, str(o.port), str(o.count), obj]
-        err = spool()
-        rx = lab.popen(
-            o.receiver,
-            [*argv, "spin"] if o.wait == "spin" else argv,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
+            tx = lab.exec(o.sender, tx_argv, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise MeasurementFailed(f"the sender did not finish within {timeout:g} s") from None
+        if tx.returncode != 0:
+            raise MeasurementFailed("the sender failed", stderr=tail(tx.stderr))
         try:
-            _wait_ready(rx, err)
-            interval_us = str(max(int(o.interval * 1e6), 0))
-            tx_argv = [helper, "send", dst, str(o.port), str(o.count), interval_us, str(o.size)]
-            try:
-                tx = lab.exec(o.sender, tx_argv, capture_output=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                raise MeasurementFailed(f"the sender did not finish within {timeout:g} s") from None
-            if tx.returncode != 0:
-                raise MeasurementFailed("the sender failed", stderr=tail(tx.stderr))
-            try:
-                rx.wait(DRAIN)
-            except subprocess.TimeoutExpired:
-                rx.terminate()  # SIGTERM: it prints what it has and restores the interface
-            out = rx.communicate(timeout=10.0)[0]
-        finally:
-            end_process(rx)
-        if rx.returncode != 0:
-            raise MeasurementFailed("the XDP receiver failed", stderr=tail(read_spool(err)))
-        return samples(parse_pairs(tx.stdout), parse_triples(out))
+            rx.wait(DRAIN)
+        except subprocess.TimeoutExpired:
+            rx.terminate()  # SIGTERM: it prints what it has and restores the interface
+        out = rx.communicate(timeout=10.0)[0]
+    finally:
+        end_process(rx)
+    if rx.returncode != 0:
+        raise MeasurementFailed("the XDP receiver failed", stderr=tail(read_spool(err)))
+    return parse_pairs(tx.stdout), parse_receiver(out)
 
 
 def receiving_iface(plan: LabPlan, o: StageLatencyOptions) -> str:
@@ -175,13 +182,19 @@ def parse_pairs(text: str) -> dict[int, int]:
 
 
 def parse_triples(text: str) -> dict[int, tuple[int, int]]:
-    """The receiver's `seq xdp_ns recv_ns` lines (0 = no stamp / not received)."""
+    """The receiver's `seq xdp_ns recv_ns recv_realtime_ns` lines as seq → (xdp_ns, recv_ns)
+    (0 = no stamp / not received)."""
+    return {seq: (xdp, recv) for seq, (xdp, recv, _) in parse_receiver(text).items()}
+
+
+def parse_receiver(text: str) -> dict[int, tuple[int, int, int]]:
+    """Every column of the receiver's lines: seq → (xdp_ns, recv_ns, recv_realtime_ns)."""
     out = {}
     for line in text.splitlines():
         if line.strip() == "ready":
             continue
-        seq, xdp, recv = line.split()
-        out[int(seq)] = (int(xdp), int(recv))
+        seq, xdp, recv, real = line.split()
+        out[int(seq)] = (int(xdp), int(recv), int(real))
     return out
 
 

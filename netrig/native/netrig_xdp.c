@@ -6,7 +6,8 @@
 //   netrig-xdp stamp-recv IFACE PORT COUNT OBJ [spin]
 //       attach xdp_stamp.bpf.o in front of the interface's XDP program (tail call), receive
 //       UDP on PORT until COUNT packets arrived or SIGTERM/SIGINT, then print one line per
-//       sequence number: "seq xdp_ns recv_ns" (0 = none), and put the old program back
+//       sequence number: "seq xdp_ns recv_ns recv_realtime_ns" (0 = none), and put the old
+//       program back (the wall-clock time is for comparing with tcpdump's timestamps)
 //   netrig-xdp send ADDR PORT COUNT INTERVAL_US SIZE
 //       send COUNT UDP packets carrying seq 0..COUNT-1; print "seq send_ns" per packet
 // All times are CLOCK_MONOTONIC nanoseconds, the clock of bpf_ktime_get_ns().
@@ -186,7 +187,7 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 	int old_fd = -1;
 	struct bpf_object *obj;
 	struct sockaddr_in6 addr = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
-	uint64_t *recv_ns;
+	uint64_t *recv_ns, *recv_real;
 	LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
 	LIBBPF_OPTS(bpf_xdp_query_opts, query);
 	char buf[2048];
@@ -194,6 +195,7 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 	if (!ifindex || count <= 0 || count > STAMP_SLOTS)
 		return 1;
 	recv_ns = calloc(count, sizeof(*recv_ns));
+	recv_real = calloc(count, sizeof(*recv_real));
 	obj = open_load(path);
 	if (!obj)
 		return 1;
@@ -227,8 +229,9 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 	fflush(stdout);
 	while (!stop && got < count) {
 		ssize_t n;
-		uint64_t t;
+		uint64_t t, real;
 		uint32_t seq;
+		struct timespec ts;
 
 		if (!spin) {
 			struct pollfd pfd = {.fd = sock, .events = POLLIN};
@@ -237,12 +240,15 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 		}
 		n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
 		t = now_ns();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		real = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 		if (n < 4)
 			continue;
 		memcpy(&seq, buf, 4);
 		seq = ntohl(seq);
 		if (seq < (uint32_t)count && !recv_ns[seq]) {
 			recv_ns[seq] = t;
+			recv_real[seq] = real;
 			got++;
 		}
 	}
@@ -250,8 +256,9 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 		uint32_t slot = i % STAMP_SLOTS;
 		struct stamp s = {};
 		bpf_map_lookup_elem(stamps, &slot, &s);
-		printf("%d %llu %llu\n", i, (unsigned long long)(s.seq == (uint32_t)i ? s.ns : 0),
-		       (unsigned long long)recv_ns[i]);
+		printf("%d %llu %llu %llu\n", i,
+		       (unsigned long long)(s.seq == (uint32_t)i ? s.ns : 0),
+		       (unsigned long long)recv_ns[i], (unsigned long long)recv_real[i]);
 	}
 restore:
 	if (old_fd >= 0) {
