@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from netrig.plan.model import LabPlan
 
 READY_TIMEOUT = 5.0  # seconds for the receiver to attach and bind
-DRAIN = 0.3  # seconds after the sender finished for the last packets to arrive
+DRAIN = 0.5  # seconds after the sender finished for the last packets to arrive
 MAX_COUNT = 65536  # stamp slots in the BPF map
 
 
@@ -74,7 +74,7 @@ class StageLatency(Measurement):
     name = "stage_latency"
     summary = "per-packet latency from XDP ingress to the user-space socket (µs)"
     Options = StageLatencyOptions
-    summary_metrics = ("latency_median", "latency_p99", "lost")
+    summary_metrics = ("latency_min", "latency_median", "latency_p99", "lost")
 
     def tools(self, options: Any) -> dict[str, str]:
         return {"clang": "clang"}  # builds netrig-xdp and the BPF program at first use

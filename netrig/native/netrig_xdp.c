@@ -183,6 +183,7 @@ static int filter_count(const char *ifname)
 static int stamp_recv(const char *ifname, int port, int count, const char *path, int spin)
 {
 	int ifindex = iface_index(ifname), stamps, prog, sock, zero = 0, got = 0, i;
+	int rcvbuf = 16 << 20;
 	uint32_t old_id = 0, mode_flags = XDP_FLAGS_DRV_MODE, uport = port;
 	int old_fd = -1;
 	struct bpf_object *obj;
@@ -221,6 +222,8 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 	signal(SIGINT, on_signal);
 	sock = socket(AF_INET6, SOCK_DGRAM, 0);
 	setsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	/* a receiver that is not scheduled for a while must not lose packets to a full buffer */
+	setsockopt(sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
 	if (sock < 0 || bind(sock, (struct sockaddr *)&addr, sizeof(addr))) {
 		die("bind");
 		goto restore;
@@ -250,6 +253,25 @@ static int stamp_recv(const char *ifname, int port, int count, const char *path,
 			recv_ns[seq] = t;
 			recv_real[seq] = real;
 			got++;
+		}
+	}
+	/* stopped early: what already sits in the socket was received (late), not lost */
+	for (;;) {
+		uint32_t seq;
+		struct timespec ts;
+		ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+		uint64_t t = now_ns();
+
+		if (n < 0)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (n < 4)
+			continue;
+		memcpy(&seq, buf, 4);
+		seq = ntohl(seq);
+		if (seq < (uint32_t)count && !recv_ns[seq]) {
+			recv_ns[seq] = t;
+			recv_real[seq] = (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 		}
 	}
 	for (i = 0; i < count; i++) {
