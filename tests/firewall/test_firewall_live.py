@@ -101,3 +101,20 @@ def test_more_iptables_rules_cost_latency(make_lab: Callable[..., Lab]) -> None:
     many = make_lab(pair({"engine": "iptables", "filler_rules": 2000}))
     loaded = summary(latency(many, count=400, interval=0.0005))
     assert loaded["latency_min"] > 1.5 * base["latency_min"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_firewall_on_a_router_drops_forwarded_traffic(
+    engine: str, make_lab: Callable[..., Lab]
+) -> None:
+    lab = make_lab(
+        {
+            "topology": {"kind": "chain", "nodes": 3},
+            "nodes": [{"name": "n2", "firewall": {"engine": engine, "rules": [{"src": "n1"}]}}],
+            "check": {"reachability": "none"},
+        }
+    )
+    through = lab.exec("n1", ["ping", "-c1", "-W1", lab.addr("n3")], capture_output=True)
+    assert through.returncode != 0
+    other = lab.exec("n3", ["ping", "-c1", "-W1", lab.addr("n2")], capture_output=True)
+    assert other.returncode == 0
