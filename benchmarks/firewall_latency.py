@@ -7,8 +7,9 @@
    engine with 0 rules.
 2. The by-hand way of the seed: a tcpdump in the receiver, its packet timestamps against the
    receiving program's wall-clock time, on the same packets as our XDP stamps. Prints both
-   medians and spreads; then the seed's finding: with an XDP filter dropping the sender,
-   tcpdump captures nothing while every packet still gets an XDP stamp.
+   medians and spreads, what running tcpdump adds to every packet's latency, then the seed's
+   finding: with an XDP filter dropping the sender, tcpdump captures nothing while every
+   packet still gets an XDP stamp.
 
 Absolute times depend on the machine and its load; nothing here asserts them.
 
@@ -137,9 +138,11 @@ def with_tcpdump(lab: Lab, count: int) -> tuple[dict[int, int], Any, Any]:
 def by_hand(count: int) -> None:
     lab = make_lab("h", None)
     try:
+        _sent, alone = exchange(lab, options(count), 60.0)  # no tcpdump: what its tap costs
         captured, _sent, got = with_tcpdump(lab, count)
     finally:
         lab.down()
+    without = sorted((r - x) / 1e3 for x, r, _ in alone.values() if x and r)
     ours = sorted((r - x) / 1e3 for x, r, _ in got.values() if x and r)
     hand = sorted(
         (real - captured[seq]) / 1e3 for seq, (_x, r, real) in got.items() if r and seq in captured
@@ -156,6 +159,12 @@ def by_hand(count: int) -> None:
         print(
             f"ratio of medians, by hand / ours: {percentile(hand, 50) / percentile(ours, 50):.2f}"
             " (tcpdump stamps later in the stack, and on another clock: wall time)"
+        )
+    if ours and without:
+        print(
+            f"cost of the by-hand way: XDP → socket median {percentile(without, 50):.2f} µs "
+            f"without tcpdump, {percentile(ours, 50):.2f} µs with it "
+            f"({percentile(ours, 50) / percentile(without, 50):.2f}×)"
         )
     lab = make_lab("d", {"engine": "xdp", "rules": [{"src": "n1"}]})
     try:

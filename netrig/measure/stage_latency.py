@@ -16,6 +16,12 @@ is put back afterwards: the stamp is always taken before any XDP filter, so a pa
 filter drops still has a stamp (`stamped_dropped`). Why not libxdp's dispatcher: it keeps its
 state pinned in bpffs, which each command in a node sees afresh (private mount namespace).
 
+The stamp attaches in native (driver) mode, or in skb mode when the interface's program is
+there in skb mode. Native XDP on the receiving veth needs nothing on the peer: attaching a
+program turns on the veth's NAPI, so the peer's packets pass through it (checked by the
+tests: every packet is stamped); a program on the peer (or GRO) is needed only for packets
+redirected into a veth by XDP, which netrig does not do.
+
 `wait: poll` (default) sleeps in poll() as a normal server would, so each latency includes
 one wake-up; `wait: spin` busy-polls the socket and leaves the wake-up out (about 1–2 µs less
 on an idle machine), but on a busy one the scheduler then runs the spinning receiver late
