@@ -35,15 +35,18 @@ class Xdp(Engine):
         return None
 
     def apply(self, lab: Lab, node: str, fw: FirewallPlan) -> None:
+        for iface in lab.plan.node(node).ifaces:
+            self.apply_iface(lab, node, fw, iface.name)
+
+    def apply_iface(self, lab: Lab, node: str, fw: FirewallPlan, iface: str) -> None:
+        """Load the filter with every rule onto one interface (which must have no XDP program)."""
         try:
             helper, obj = build.helper(), build.bpf_object("xdp_filter")
         except build.BuildError as exc:
             raise FirewallError(str(exc)) from None
         lines = [f"drop {c}" for c in fw.fillers()] + [f"{a} {c}" for a, c in fw.rules]
-        stdin = "\n".join(lines) + "\n"
-        for iface in lab.plan.node(node).ifaces:
-            argv = [helper, "filter-load", iface.name, fw.xdp_mode, obj]
-            run_checked(lab, node, argv, stdin, what=f"XDP filter on {iface.name}")
+        argv = [helper, "filter-load", iface, fw.xdp_mode, obj]
+        run_checked(lab, node, argv, "\n".join(lines) + "\n", what=f"XDP filter on {iface}")
 
     def count(self, lab: Lab, node: str) -> int:
         ifaces = lab.plan.node(node).ifaces

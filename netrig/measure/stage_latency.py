@@ -123,6 +123,7 @@ def exchange(
         raise MeasurementFailed(str(exc)) from None
     iface = receiving_iface(lab.plan, o)
     dst = target_address(lab.plan, o.sender, o.receiver, o.family, o.address)
+    _undo_leftover(lab, o.receiver, iface, helper)
     argv = [helper, "stamp-recv", iface, str(o.port), str(o.count), obj]
     err = spool()
     rx = lab.popen(
@@ -153,6 +154,22 @@ def exchange(
     if rx.returncode != 0:
         raise MeasurementFailed("the XDP receiver failed", stderr=tail(read_spool(err)))
     return parse_pairs(tx.stdout), parse_receiver(out)
+
+
+def _undo_leftover(lab: Lab, node: str, iface: str, helper: str) -> None:
+    """Remove a stamp program a killed receiver left on the interface (SIGKILL skips its
+    restore) and put the node's XDP firewall back: the kernel empties a program array when
+    its last user goes, so the leftover calls nothing and the firewall it replaced is gone."""
+    from netrig.firewall import _lab as firewall_lab
+    from netrig.firewall import xdp
+
+    shown = lab.exec(node, [helper, "filter-count", iface], capture_output=True).stdout
+    if "prog netrig_stamp" not in shown:
+        return
+    lab.exec(node, ["ip", "link", "set", "dev", iface, "xdp", "off"], capture_output=True)
+    fw = firewall_lab.firewalls(lab.plan).get(node)
+    if fw is not None and fw.engine == "xdp":
+        xdp.Xdp().apply_iface(lab, node, fw, iface)
 
 
 def receiving_iface(plan: LabPlan, o: StageLatencyOptions) -> str:

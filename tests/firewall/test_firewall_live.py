@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -118,3 +119,25 @@ def test_firewall_on_a_router_drops_forwarded_traffic(
     assert through.returncode != 0
     other = lab.exec("n3", ["ping", "-c1", "-W1", lab.addr("n2")], capture_output=True)
     assert other.returncode == 0
+
+
+def test_a_killed_receiver_leaves_nothing_the_next_one_cannot_undo(
+    make_lab: Callable[..., Lab],
+) -> None:
+    """SIGKILL skips the receiver's restore; the next measurement removes the leftover and
+    puts the XDP firewall back (the kernel emptied the leftover's program array)."""
+    from netrig.native import build
+
+    lab = make_lab(pair({"engine": "xdp", "filler_rules": 3}))
+    argv = [build.helper(), "stamp-recv", "eth0", "9000", "10", build.bpf_object("xdp_stamp")]
+    rx = lab.popen("n2", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+    rx.kill()
+    rx.wait()
+    link = lab.exec("n2", ["ip", "link", "show", "eth0"], capture_output=True).stdout
+    assert "netrig_stamp" in link  # the leftover
+    total = summary(latency(lab, count=50, interval=0.0005))
+    assert total["received"] == 50 and total["unstamped"] == 0
+    link = lab.exec("n2", ["ip", "link", "show", "eth0"], capture_output=True).stdout
+    assert "netrig_filter" in link and "netrig_stamp" not in link
+    assert firewall.get("xdp").count(lab, "n2") == 3
