@@ -33,6 +33,10 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
         if nodes[name].kind != "host":
             problems.append(Problem(graph.where(path), "a firewall applies to host nodes"))
             continue
+        lacking = get(fw.engine).missing()
+        if lacking:  # like netem: refused before anything is created, at the line that asks
+            problems.append(Problem(graph.where((*path, "engine")), lacking))
+            continue
         rules: list[tuple[str, str]] = []
         for j, rule in enumerate(fw.rules):
             where = graph.where((*path, "rules", j, "src"))
@@ -70,15 +74,6 @@ def firewalls(plan: LabPlan) -> dict[str, FirewallPlan]:
         for name, n in plan.nodes.items()
         if getattr(n, "firewall", None)
     }
-
-
-def preflight(plan: LabPlan) -> str | None:
-    """Why the plan's firewalls cannot be applied on this host (names the package), or None."""
-    for fw in firewalls(plan).values():
-        reason = get(fw.engine).missing()
-        if reason:
-            return reason
-    return None
 
 
 def apply_all(lab: Lab, say: Callable[[str], None]) -> None:

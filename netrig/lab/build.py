@@ -61,11 +61,6 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
             f"lab {plan.name!r} is already {existing.state} (built by pid {existing.pid}); "
             f"nothing changed. `netrig down {plan.name}` removes it"
         )
-    from netrig.firewall import _lab as firewall
-
-    missing = firewall.preflight(plan)
-    if missing:
-        raise BadInput(missing)
     taken = [n.ns for n in plan.nodes.values() if netns.exists(n.ns)]
     if taken:
         raise LabError(
