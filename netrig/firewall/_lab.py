@@ -1,8 +1,7 @@
 """Where firewalls meet the rest of netrig: resolve them into the plan, check the host, apply.
 
-resolve(graph, nodes, problems)   # plan time: node names in rules → addresses
-preflight(plan)                    # before anything is created: tools present?
-apply_all(lab, say)                # after the build: every node's firewall, in its netns
+resolve(graph, nodes, problems)  # plan time: tools present? node names → addresses
+apply_all(lab, say)              # after the build: every node's firewall, in its netns
 """
 
 from __future__ import annotations
