@@ -10,6 +10,8 @@
    medians and spreads, what running tcpdump adds to every packet's latency, then the seed's
    finding: with an XDP filter dropping the sender, tcpdump captures nothing while every
    packet still gets an XDP stamp.
+3. What our XDP programs cost per packet on their own (the kernel's BPF_PROG_TEST_RUN): the
+   timestamp, and the filter with 0, 512 and 2000 rules.
 
 Absolute times depend on the machine and its load; nothing here asserts them.
 
@@ -181,6 +183,24 @@ def by_hand(count: int) -> None:
     )
 
 
+def program_costs(repeat: int) -> None:
+    """What the BPF programs themselves cost per packet, by BPF_PROG_TEST_RUN (no load noise)."""
+    from netrig.native import build
+
+    print(f"\nper-packet cost of the BPF programs alone (BPF_PROG_TEST_RUN, {repeat} runs)")
+    for name, rules in (
+        ("xdp_stamp", 0),
+        ("xdp_filter", 0),
+        ("xdp_filter", 512),
+        ("xdp_filter", 2000),
+    ):
+        argv = [build.helper(), "test-run", build.bpf_object(name), str(repeat), str(rules)]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        ns = out.split()[1]
+        label = f"{name} ({rules} rules)" if name == "xdp_filter" else f"{name} (our timestamp)"
+        print(f"{label:<28} {ns:>5} ns")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="0 and 512 rules, 1 short run")
@@ -194,6 +214,7 @@ def main() -> None:
     count = 300 if args.quick else args.count
     sweep(rule_counts, reps, count)
     by_hand(count)
+    program_costs(100_000 if args.quick else 1_000_000)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@
 //       UDP on PORT until COUNT packets arrived or SIGTERM/SIGINT, then print one line per
 //       sequence number: "seq xdp_ns recv_ns recv_realtime_ns" (0 = none), and put the old
 //       program back (the wall-clock time is for comparing with tcpdump's timestamps)
+//   netrig-xdp test-run OBJ REPEAT RULES
+//       the program's own cost per packet (BPF_PROG_TEST_RUN), with RULES filler entries
 //   netrig-xdp send ADDR PORT COUNT INTERVAL_US SIZE
 //       send COUNT UDP packets carrying seq 0..COUNT-1; print "seq send_ns" per packet
 // All times are CLOCK_MONOTONIC nanoseconds, the clock of bpf_ktime_get_ns().
@@ -331,6 +333,47 @@ static int send_udp(const char *host, const char *port, int count, long interval
 	return 0;
 }
 
+/* ------------------------------------------------------------------ test-run */
+
+/* The program's own cost per packet, by the kernel's BPF_PROG_TEST_RUN: one UDP packet from
+ * 198.18.0.1 to port 9000 carrying seq 7, run REPEAT times; RULES filler entries
+ * (240.0.0.1 …) go into rules_v4 first, if the object has that map. */
+static int test_run(const char *path, int repeat, int rules)
+{
+	unsigned char pkt[64] = {0};
+	struct bpf_object *obj = open_load(path);
+	int prog, v4, zero = 0, i;
+	uint32_t port = 9000, action = 1;
+	LIBBPF_OPTS(bpf_test_run_opts, topts, .data_in = pkt, .data_size_in = sizeof(pkt),
+		    .repeat = repeat);
+
+	if (!obj)
+		return 1;
+	prog = first_prog_fd(obj);
+	pkt[12] = 0x08;					/* ethertype IPv4 */
+	pkt[14] = 0x45;					/* version 4, ihl 5 */
+	pkt[16] = 0, pkt[17] = 50;			/* total length */
+	pkt[22] = 64, pkt[23] = 17;			/* ttl, protocol UDP */
+	memcpy(pkt + 26, "\xc6\x12\x00\x01", 4);	/* 198.18.0.1 */
+	memcpy(pkt + 30, "\xc6\x12\x00\x02", 4);	/* 198.18.0.2 */
+	pkt[36] = 0x9c, pkt[37] = 0x40;			/* source port 40000 */
+	pkt[38] = 0x23, pkt[39] = 0x28;			/* destination port 9000 */
+	pkt[40] = 0, pkt[41] = 30;			/* UDP length */
+	pkt[45] = 7;					/* seq 7 */
+	if (map_fd(obj, "config") >= 0)
+		bpf_map_update_elem(map_fd(obj, "config"), &zero, &port, BPF_ANY);
+	v4 = map_fd(obj, "rules_v4");
+	for (i = 0; v4 >= 0 && i < rules; i++) {
+		uint8_t key[8] = {32, 0, 0, 0, 240, 0, (i + 1) >> 8, (i + 1) & 0xff};
+		if (bpf_map_update_elem(v4, key, &action, BPF_ANY))
+			return die("map update");
+	}
+	if (bpf_prog_test_run_opts(prog, &topts))
+		return die("BPF_PROG_TEST_RUN");
+	printf("ns_per_packet %u\nretval %u\n", topts.duration, topts.retval);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "filter-load"))
@@ -340,6 +383,8 @@ int main(int argc, char **argv)
 	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "stamp-recv"))
 		return stamp_recv(argv[2], atoi(argv[3]), atoi(argv[4]), argv[5],
 				  argc == 7 && !strcmp(argv[6], "spin"));
+	if (argc == 5 && !strcmp(argv[1], "test-run"))
+		return test_run(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc == 7 && !strcmp(argv[1], "send"))
 		return send_udp(argv[2], argv[3], atoi(argv[4]), atol(argv[5]), atoi(argv[6]));
 	fprintf(stderr, "usage: see the comment at the top of netrig_xdp.c\n");
