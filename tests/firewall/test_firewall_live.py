@@ -95,13 +95,24 @@ def test_stamp_is_taken_before_the_xdp_filter(make_lab: Callable[..., Lab]) -> N
     assert "netrig_filter" in link
 
 
-def test_more_iptables_rules_cost_latency(make_lab: Callable[..., Lab]) -> None:
-    """Legacy iptables walks its rules: 2000 of them make the fastest packet slower."""
-    few = make_lab(pair({"engine": "iptables", "filler_rules": 0}))
+@pytest.mark.parametrize(
+    ("engine", "low", "high"),
+    [("iptables", 1.5, None), ("nftables", 1.5, None), ("xdp", None, 2.0)],
+)
+def test_rule_lists_cost_latency_the_xdp_trie_does_not(
+    engine: str, low: float | None, high: float | None, make_lab: Callable[..., Lab]
+) -> None:
+    """Linear rule lists make the fastest packet slower with 2000 fillers (about 6× here for
+    iptables, 17× for nftables); the XDP filter's trie does not (about 1.1×)."""
+    few = make_lab(pair({"engine": engine, "filler_rules": 0}))
     base = summary(latency(few, count=400, interval=0.0005))
-    many = make_lab(pair({"engine": "iptables", "filler_rules": 2000}))
+    many = make_lab(pair({"engine": engine, "filler_rules": 2000}))
     loaded = summary(latency(many, count=400, interval=0.0005))
-    assert loaded["latency_min"] > 1.5 * base["latency_min"]
+    ratio = loaded["latency_min"] / base["latency_min"]
+    if low is not None:
+        assert ratio > low
+    if high is not None:
+        assert ratio < high
 
 
 @pytest.mark.parametrize("engine", ENGINES)
