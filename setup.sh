@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_PACKAGES=(iproute2 iputils-ping iperf3 fping ministat nftables iptables ipset
-              batmand babeld bird2 clang llvm libbpf-dev xdp-tools tcpdump ethtool chromium
+              batmand babeld bird2 clang llvm libbpf-dev libc6-dev xdp-tools tcpdump ethtool chromium
               openvswitch-switch openvswitch-testcontroller)
 VENV=.venv
 

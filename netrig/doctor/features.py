@@ -504,6 +504,28 @@ def _xdp_generic(ns: Scratch) -> Outcome:
     return _xdp(ns, XDP_FLAGS_SKB_MODE, "generic")
 
 
+@feature("xdp-netrig", "netrig's own XDP programs (built with clang + libbpf)",
+         config="CONFIG_BPF_SYSCALL", tool="clang", package="clang libbpf-dev",
+         impact="`firewall: {engine: xdp}` and the stage_latency measurement are refused")
+def _xdp_netrig(ns: Scratch) -> Outcome:
+    """Build netrig-xdp and the XDP filter (cached), load it with one rule, count it back."""
+    from netrig.native import build
+
+    try:
+        helper, obj = build.helper(), build.bpf_object("xdp_filter")
+        build.bpf_object("xdp_stamp")
+    except build.BuildError as exc:
+        return missing(_first_line(str(exc)))
+    ns.veth()
+    load = ns.run([helper, "filter-load", "nrp0", "native", obj], stdin="drop 240.0.0.1/32\n")
+    if load.returncode != 0:
+        return missing(_first_line(load.stderr) or f"exit {load.returncode}")
+    count = ns.run([helper, "filter-count", "nrp0"])
+    if "rules 1" not in count.stdout:
+        return missing(f"loaded but not read back: {_first_line(count.stdout)!r}")
+    return present("XDP filter built, attached natively to a veth and its rule read back")
+
+
 # --------------------------------------------------------------------------- firewalls
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from netrig import routing
+from netrig.firewall import _lab as firewall
 from netrig.lab import check, netns, run, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, process_alive, process_starttime, save_json
@@ -81,6 +82,7 @@ class Lab:
         self._owner = True
         try:
             self.timings = build(self.plan, self.ledger, say)
+            firewall.apply_all(self, say)
             save_json(self.ledger.plan_path(self.name), _json_obj(self.plan))
             self._start_switches(say)
             self._start_routing(say)

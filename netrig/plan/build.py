@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
+from netrig.firewall import _lab as firewall_plan
 from netrig.plan.model import (
     BridgePlan,
     IfacePlan,
@@ -141,6 +142,7 @@ def build_plan(graph: LabGraph) -> LabPlan:
     mode = proto.addressing or spec.addressing.mode  # a protocol may force its mode
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
+    firewall_plan.resolve(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
 

@@ -70,6 +70,7 @@ class NodePlan:
     # permanent ARP/ND entries (ifindex, address, mac): the kernel's neighbour tables are
     # shared by all namespaces and overflow at 1024 dynamic entries (gc_thresh3)
     neighbors: list[tuple[int, str, str]] = field(default_factory=list)
+    firewall: dict[str, Any] | None = None  # a netrig.firewall.FirewallPlan as a dict
 
     def iface(self, name: str) -> IfacePlan:
         for iface in self.ifaces:

@@ -153,6 +153,40 @@ Dpid = Annotated[str, BeforeValidator(_dpid)]
 Controller = Annotated[str, BeforeValidator(_controller)]
 
 
+class FirewallRule(Strict):
+    """A rule that may match lab traffic: `{src: n1}` drops everything from n1's addresses."""
+
+    src: str = Field(description="a node name (all its addresses) or a CIDR, e.g. 198.18.0.1/32")
+    action: Literal["drop", "accept"] = "drop"
+
+
+class Firewall(Strict):
+    """A packet filter in a node, applied after the lab is built (see netrig.firewall)."""
+
+    engine: str = Field(description="iptables | nftables | xdp")
+    filler_rules: int = Field(
+        0, ge=0, le=10000, description="rules that never match lab traffic (from 240.0.0.0/4)"
+    )
+    rules: list[FirewallRule] = []
+    xdp_mode: Literal["native", "skb"] = Field("native", description="xdp engine: attach mode")
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, value: str) -> str:
+        from netrig.firewall import engine_names
+
+        known = engine_names()
+        if value not in known:
+            import difflib
+
+            close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"unknown firewall engine {value!r}{hint}; known: {', '.join(sorted(known))}"
+            )
+        return value
+
+
 class Node(Strict):
     name: NodeName
     kind: Literal["host", "switch"] = "host"
@@ -164,6 +198,7 @@ class Node(Strict):
     controller: Controller = Field(
         "none", description="ovs switch: none | standalone (ovs-testcontroller) | tcp:IP:PORT"
     )
+    firewall: Firewall | None = Field(None, description="a packet filter in this node")
 
     @model_validator(mode="after")
     def _stp_on_switch(self) -> Node:

@@ -1,0 +1,122 @@
+"""Firewall engines: a packet filter in a node, one plugin per engine, found through a registry.
+
+    nodes:
+      - {name: n2, firewall: {engine: nftables, filler_rules: 256, rules: [{src: n1}]}}
+
+A node's firewall is applied in its namespace right after the lab is built, with the engine's
+batch interface (one `iptables-restore`, one `nft -f`, one loader per interface for XDP),
+never one process per rule. It lives in the namespace, so teardown needs nothing extra.
+`filler_rules` are rules that can never match lab traffic (sources from 240.0.0.0/4, which
+netrig never assigns): they make every packet walk a longer rule list, which is what seed 002
+measures. They come first; the `rules:` (which may match) follow, in the order written.
+
+Adding an engine means adding one module here whose class is decorated with @register.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import shutil
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from netrig.lab.lab import Lab
+
+FILLER_BASE = IPv4Address("240.0.0.1")  # 240.0.0.0/4 is reserved: no lab address is ever here
+
+
+@dataclass
+class FirewallPlan:
+    """A node's firewall with node names resolved to addresses (stored in the lab plan)."""
+
+    engine: str
+    filler_rules: int = 0
+    rules: list[tuple[str, str]] = field(default_factory=list)  # (drop|accept, cidr)
+    xdp_mode: str = "native"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FirewallPlan:
+        return cls(
+            data["engine"],
+            data.get("filler_rules", 0),
+            [(a, c) for a, c in data.get("rules", [])],
+            data.get("xdp_mode", "native"),
+        )
+
+    def fillers(self) -> list[str]:
+        """Source addresses of the filler rules, as /32 prefixes."""
+        return [f"{FILLER_BASE + i}/32" for i in range(self.filler_rules)]
+
+    def total(self) -> int:
+        """Rules per rule list as installed: fillers plus written rules."""
+        return self.filler_rules + len(self.rules)
+
+
+class FirewallError(Exception):
+    """A firewall could not be applied or read back (a runtime failure)."""
+
+
+class Engine:
+    """Base class of a firewall engine; stateless."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    tools: ClassVar[dict[str, str]] = {}  # program → Debian package
+
+    def missing(self) -> str | None:
+        """Why this engine cannot work on this host (naming the package), or None."""
+        lacking = {cmd: pkg for cmd, pkg in self.tools.items() if shutil.which(cmd) is None}
+        if not lacking:
+            return None
+        pkgs = " ".join(sorted(set(lacking.values())))
+        return (
+            f"firewall engine {self.name!r} needs {', '.join(lacking)}; "
+            f"install with: apt-get install {pkgs}"
+        )
+
+    def apply(self, lab: Lab, node: str, fw: FirewallPlan) -> None:
+        raise NotImplementedError
+
+    def count(self, lab: Lab, node: str) -> int:
+        """Rules in the node's rule list, as the kernel reports them."""
+        raise NotImplementedError
+
+
+ENGINES: dict[str, type[Engine]] = {}
+_imported: list[bool] = []
+
+
+def register(cls: type[Engine]) -> type[Engine]:
+    ENGINES[cls.name] = cls
+    return cls
+
+
+def load_plugins() -> dict[str, type[Engine]]:
+    if not _imported:
+        for info in pkgutil.iter_modules(__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+        _imported.append(True)
+    return ENGINES
+
+
+def engine_names() -> list[str]:
+    return list(load_plugins())
+
+
+def get(name: str) -> Engine:
+    return load_plugins()[name]()
+
+
+def run_checked(lab: Lab, node: str, argv: list[str], stdin: str = "", what: str = "") -> str:
+    """Run a firewall tool in a node; its stderr in the error when it fails."""
+    done = lab.exec(node, argv, input=stdin, capture_output=True)
+    if done.returncode != 0:
+        raise FirewallError(
+            f"{what or argv[0]} failed in {node} (exit {done.returncode}): "
+            f"{done.stderr.strip()[-2000:]}"
+        )
+    return done.stdout

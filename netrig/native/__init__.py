@@ -1,0 +1,1 @@
+"""netrig's own native code (C and BPF), compiled at first use; see build.py."""

@@ -1,0 +1,100 @@
+"""Bad firewall input: one message at file:line, exit 2, nothing created."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from netrig.firewall import FirewallPlan
+from netrig.firewall.iptables import ruleset as iptables_ruleset
+from netrig.firewall.nftables import ruleset as nft_ruleset
+from netrig.lab import netns
+from netrig.measure.stage_latency import percentile, samples
+from netrig.results.sample import MeasurementFailed
+from tests.conftest import netrig_cli, new_lab_name, requires_root
+
+LAB = """\
+name: {name}
+topology: {{kind: pair}}
+nodes:
+  - name: n2
+    firewall:
+      engine: {engine}
+      filler_rules: {filler}
+      rules: [{{src: {src}}}]
+"""
+
+
+def write(tmp_path: Path, engine: str = "iptables", filler: object = 8, src: str = "n1") -> Path:
+    name = new_lab_name("f")
+    path = tmp_path / "lab.yaml"
+    path.write_text(LAB.format(name=name, engine=engine, filler=filler, src=src))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("fields", "line", "words"),
+    [
+        ({"engine": "iptable"}, 6, "unknown firewall engine 'iptable' (did you mean 'iptables'?)"),
+        ({"filler": -1}, 7, "greater than or equal to 0"),
+        ({"filler": 20000}, 7, "less than or equal to 10000"),
+        ({"filler": "many"}, 7, "valid integer"),
+        ({"src": "n3"}, 8, "src 'n3' is neither a node"),
+        ({"src": "300.1.2.3/8"}, 8, "neither a node nor a CIDR"),
+    ],
+)
+def test_bad_firewall_is_exit_2_at_file_line(
+    tmp_path: Path, fields: dict[str, object], line: int, words: str
+) -> None:
+    path = write(tmp_path, **fields)  # type: ignore[arg-type]
+    done = netrig_cli("validate", str(path))
+    assert done.returncode == 2, done.stderr
+    assert f"{path}:{line}:" in done.stderr
+    assert words in done.stderr
+
+
+@requires_root
+def test_missing_tool_names_the_package_and_creates_nothing(tmp_path: Path) -> None:
+    path = write(tmp_path, engine="nftables")
+    name = path.read_text().splitlines()[0].split()[1]
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no /usr/sbin: no nft
+    done = netrig_cli("up", str(path), env=env)
+    assert done.returncode == 2, done.stderr
+    assert "apt-get install nftables" in done.stderr
+    assert not any(ns.startswith(name + "-") for ns in netns.list_names())
+
+
+def test_rulesets_put_fillers_first() -> None:
+    fw = FirewallPlan("iptables", 2, [("drop", "198.18.0.1/32")])
+    rules = [("drop", c) for c in fw.fillers()] + fw.rules
+    text = iptables_ruleset(rules)
+    lines = [ln for ln in text.splitlines() if ln.startswith("-A INPUT")]
+    assert lines == [
+        "-A INPUT -s 240.0.0.1/32 -j DROP",
+        "-A INPUT -s 240.0.0.2/32 -j DROP",
+        "-A INPUT -s 198.18.0.1/32 -j DROP",
+    ]
+    nft = nft_ruleset([("accept", "2001:2::1/128")])
+    assert "ip6 saddr 2001:2::1/128 accept" in nft
+
+
+def test_lost_packets_are_counted_never_zero_latency() -> None:
+    sent = {0: 1000, 1: 2000, 2: 3000, 3: 0}  # seq 3 could not be sent
+    got = {0: (1500, 4500), 1: (2500, 0), 2: (0, 0)}
+    result = samples(sent, got)
+    per_packet = [s for s in result if s.t is not None]
+    counts = {s.metric: s.value for s in result if s.t is None}
+    assert [(s.value, s.t) for s in per_packet] == [(3.0, 0.0)]
+    assert counts["sent"] == 3 and counts["received"] == 1 and counts["lost"] == 2
+    assert counts["stamped_dropped"] == 1
+    with pytest.raises(MeasurementFailed):
+        samples({0: 1000}, {0: (1500, 0)})
+
+
+def test_percentile_nearest_rank() -> None:
+    values = [float(i) for i in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([7.0], 99) == 7.0
