@@ -20,7 +20,8 @@ Generators (`generator:`):
   thread, paced by the clock when `rate` is set; it counts frames the first hop refused
   (veth returns ENOBUFS when the next backlog is full) apart from frames sent.
 - `trafgen` (Debian netsniff-ng): the same frames from a trafgen config (TX ring at full
-  speed; `-b` pacing and `-n` count when `rate` is set; SIGINT after `duration` otherwise).
+  speed, `-b` pacing when `rate` is set), ended with SIGINT `duration` after it says it
+  runs. Not `-n`: trafgen 0.6.8 given `-n` ignores `-b` and sends at full speed.
 - `auto` (default): netrig_gen when gcc is there (or it is already built), else trafgen.
   benchmarks/forwarding_pps.py measures both in one run.
 
@@ -112,7 +113,9 @@ class PpsOptions(MeasureOptions):
     rate: PacketRate | None = Field(
         None, description="packets/s to send, e.g. 20kpps (default: all)"
     )
-    frame_size: int = Field(64, ge=64, le=1518, description="bytes per frame, FCS included")
+    frame_size: int | None = Field(
+        None, ge=64, le=1518, description="bytes per frame, FCS included (64; IPv6: 66)"
+    )
     flows: int = Field(256, ge=1, le=4096, description="UDP source ports (flows) to cycle over")
     sport: int = Field(10000, ge=1, le=65535, description="first UDP source port")
     dport: int = Field(9, ge=1, le=65535, description="UDP destination port (9: discard)")
@@ -130,13 +133,18 @@ class PpsOptions(MeasureOptions):
             raise ValueError("duration must be more than 0 s")
         if self.sport + self.flows - 1 > 65535:
             raise ValueError(f"sport {self.sport} + {self.flows} flows go beyond port 65535")
-        if self.family == 6 and self.frame_size < 66:
+        if self.family == 6 and self.frame_bytes < 66:
             raise ValueError("frame_size: IPv6/UDP frames need at least 66 bytes")
         if 0 < self.interval < 0.05:
             raise ValueError("interval: at least 0.05 s (0 turns it off)")
         if self.rate is not None and self.rate * self.duration < 1:
             raise ValueError("rate × duration is less than one packet")
         return self
+
+    @property
+    def frame_bytes(self) -> int:
+        """frame_size, or the smallest Ethernet frame that holds IP and UDP."""
+        return self.frame_size or (64 if self.family == 4 else 66)
 
 
 @register
@@ -198,8 +206,12 @@ class Pps(Measurement):
             report = _run_generator(lab, o, generator, argv, out, err, deadline)
             sink.ended = time.monotonic()
             sink.settle(deadline)
+            output = tail(read_spool(err) + read_spool(out))
         after = {node: read_counters(lab, node) for node in o.watch}
-        return _samples(o, generator, report, sink, watched, after)
+        samples = _samples(o, generator, report, sink, watched, after)
+        if sink.received == 0:
+            raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples, output)
+        return samples
 
 
 # ------------------------------------------------------------------ the generators
@@ -290,7 +302,7 @@ def netrig_gen_args(o: PpsOptions, way: Egress, source: str, target: str) -> lis
     argv = [
         "--dev", way.ifname, "--src-mac", way.src_mac, "--dst-mac", way.dst_mac,
         "--src", source, "--dst", target, "--sport", str(o.sport), "--flows", str(o.flows),
-        "--dport", str(o.dport), "--size", str(o.frame_size - FCS),
+        "--dport", str(o.dport), "--size", str(o.frame_bytes - FCS),
         "--duration", f"{o.duration:g}", "--threads", str(o.threads),
     ]  # fmt: skip
     if o.rate is not None:
@@ -308,7 +320,7 @@ def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
         else f"ipv6(saddr={source}, daddr={target}, hl=64)"
     )
     sports = f"dinc({o.sport}, {o.sport + o.flows - 1})" if o.flows > 1 else str(o.sport)
-    payload = o.frame_size - FCS - header
+    payload = o.frame_bytes - FCS - header
     fill = f", fill(0x00, {payload})" if payload else ""
     return (
         f"{{ eth(da={way.dst_mac}, sa={way.src_mac}), {ip}, "
@@ -319,8 +331,8 @@ def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
 def trafgen_argv(o: PpsOptions, ifname: str, cfg: str) -> list[str]:
     # --no-sock-mem and -Q: leave the host's socket memory sysctls and IRQ affinities alone
     argv = ["trafgen", "-o", ifname, "-c", cfg, "-P", str(o.threads), "--no-sock-mem", "-Q"]
-    if o.rate is not None:
-        argv += ["-b", f"{o.rate:.0f}pps", "-n", str(round(o.rate * o.duration))]
+    if o.rate is not None:  # no -n: trafgen 0.6.8 ignores -b when given -n (full speed)
+        argv += ["-b", f"{o.rate:.0f}pps"]
     return argv
 
 
@@ -355,7 +367,7 @@ def _run_generator(
                 raise MeasurementFailed(
                     f"{name} did not finish in time", stderr=tail(read_spool(err))
                 )
-            if generator == "trafgen" and o.rate is None:
+            if generator == "trafgen":
                 if interrupt_at is None and b"Running!" in _peek(out):
                     interrupt_at = now + o.duration
                 if interrupt_at is not None and now >= interrupt_at:
@@ -503,6 +515,4 @@ def _samples(
             if ifname != "lo" and ifname in before[node]:
                 delta = c.tx_packets - before[node][ifname].tx_packets
                 samples.append(Sample("tx_packets", delta, "packets", stream=f"{node}:{ifname}"))
-    if received == 0:
-        raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples)
     return samples
