@@ -272,7 +272,8 @@ def test_lab_errors_keep_their_places() -> None:
 def test_examples_validate(path: str) -> None:
     exp = load_experiment(path)
     assert exp.points and all(p.steps for p in exp.points)
-    assert "iperf3" in exp.tools() or "command" in [s.kind for s in exp.points[0].steps]
+    kinds = [s.kind for s in exp.points[0].steps]
+    assert "iperf3" in exp.tools() or "command" in kinds or "pps" in kinds
     assert all(package for package in exp.tools().values())  # each names its Debian package
 
 

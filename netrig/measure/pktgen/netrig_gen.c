@@ -172,6 +172,9 @@ static void *run_worker(void *arg)
 	while (t < w->start) /* a common start for every thread */
 		t = now();
 	double end = w->start + cfg->duration;
+	if (rate > 0 && limit) /* the last frame is due just before the end: a sleep's overshoot
+				  must not lose it */
+		end += 1 / rate + 0.01;
 	while (!stop) {
 		t = now();
 		if (cfg->duration > 0 && t >= end)
@@ -182,12 +185,11 @@ static void *run_worker(void *arg)
 		long want = cfg->batch;
 		if (rate > 0) { /* frame k is due k / rate seconds after the start */
 			double allowed = (t - w->start) * rate + 1;
-			if (allowed < done + 1) {
+			if (allowed < done + 1) { /* sleep, not spin: frames due meanwhile go
+						     out together in the next batch */
 				double wait = (done + 1 - allowed) / rate;
-				if (wait > 200e-6) {
-					struct timespec ts = {0, (long)((wait - 100e-6) * 1e9)};
-					nanosleep(&ts, NULL);
-				}
+				struct timespec ts = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
+				nanosleep(&ts, NULL);
 				continue;
 			}
 			if (allowed - done < want)
