@@ -105,7 +105,7 @@ PacketRate = Annotated[float, BeforeValidator(parse_pps), Field(gt=0, le=1e9)]
 
 class PpsOptions(MeasureOptions):
     src: NodeName = Field(description="node whose generator sends")
-    dst: NodeName = Field(description="node whose interfaces count what arrives (the sink)")
+    dst: NodeName = Field(description="node whose UDP counters count what arrives (the sink)")
     generator: Literal["auto", "netrig", "trafgen"] = Field(
         "auto", description="netrig (netrig_gen, built with gcc), trafgen (netsniff-ng), auto"
     )
@@ -150,7 +150,7 @@ class PpsOptions(MeasureOptions):
 @register
 class Pps(Measurement):
     name = "pps"
-    summary = "packets/s forwarded from a generator (netrig_gen or trafgen) to a sink's counters"
+    summary = "packets/s forwarded from a generator (netrig_gen or trafgen) to a sink"
     Options = PpsOptions
     summary_metrics = ("rx_pps", "tx_pps", "loss_percent")
 
