@@ -155,9 +155,10 @@ class Pps(Measurement):
     summary_metrics = ("rx_pps", "tx_pps", "loss_percent")
 
     def tools(self, options: Any) -> dict[str, str]:
-        return {"netrig": {"gcc": "gcc"}, "trafgen": {"trafgen": "netsniff-ng"}}[
-            choose_generator(options.generator)
-        ]
+        """trafgen, or gcc until netrig_gen is built."""
+        if choose_generator(options.generator) == "trafgen":
+            return {"trafgen": "netsniff-ng"}
+        return {} if os.access(_binary_path(), os.X_OK) else {"gcc": "gcc"}
 
     def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
         o: PpsOptions = options

@@ -3,6 +3,9 @@ and the parsers on recorded output (tests/data/pps)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from netrig.measure.pps import (
     Egress,
     PpsOptions,
     netrig_gen_args,
+    netrig_gen_binary,
     parse_pps,
     trafgen_argv,
     trafgen_config,
@@ -93,7 +97,8 @@ def test_checks_name_nodes_and_addresses() -> None:
     assert pps.check(no_v4.model_copy(update={"family": 6, "frame_size": 78}), V6_ONLY) == []
 
 
-def test_tools_name_their_debian_packages() -> None:
+def test_tools_name_their_debian_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # netrig_gen not built yet
     pps = measure.get("pps")
     assert pps.tools(opts(generator="trafgen")) == {"trafgen": "netsniff-ng"}
     assert pps.tools(opts(generator="netrig")) == {"gcc": "gcc"}
@@ -153,3 +158,18 @@ def test_sink_counters() -> None:
         udp_received((DATA / "snmp.txt").read_text(), 4) == 503296
     )  # exactly what netrig_gen sent
     assert udp_received((DATA / "snmp6.txt").read_text(), 6) == 0
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_netrig_gen_is_built_once_at_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = netrig_gen_binary()
+    assert path.startswith(str(tmp_path / "netrig")) and os.access(path, os.X_OK)
+    built = os.stat(path).st_mtime_ns
+    assert netrig_gen_binary() == path and os.stat(path).st_mtime_ns == built  # cached
+    bad = subprocess.run([path, "--dev", "eth0"], capture_output=True, text=True)
+    assert (
+        bad.returncode == 2 and "--src-mac, --dst-mac, --src and --dst are required" in bad.stderr
+    )

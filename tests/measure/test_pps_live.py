@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 from netrig import measure
+from netrig.experiment import run_experiment
+from netrig.lab import netns
+from netrig.lab.build import LabError
 from netrig.lab.lab import Lab
 from netrig.measure import Text
 from netrig.results.sample import MeasurementFailed, Sample
+from netrig.results.store import ResultStore
+from netrig.spec.experiment import load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root
 from tests.measure.test_plugins_live import leftovers
 
@@ -197,3 +202,26 @@ def test_ministat_compares_two_stored_rates(tmp_path: Path, lab_name: str) -> No
     )  # fmt: skip
     assert compare.returncode == 0, compare.stderr
     assert "Difference at 95.0% confidence" in compare.stdout
+
+
+@pytest.mark.parametrize(
+    ("generator", "message"),
+    [
+        ("trafgen", "trafgen is not installed; install it with: apt-get install netsniff-ng"),
+        ("netrig", "gcc is not installed; install it with: apt-get install gcc"),
+    ],
+)
+def test_a_missing_generator_names_its_package_before_anything_exists(
+    tmp_path: Path, lab_name: str, monkeypatch: pytest.MonkeyPatch, generator: str, message: str
+) -> None:
+    exp = load_experiment_text(
+        f"name: {lab_name}\ntopology: {{kind: chain, nodes: 3}}\n"
+        f"measure: [{{pps: {{src: n1, dst: n3, generator: {generator}}}}}]\n"
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # netrig_gen not built yet
+    with ResultStore(tmp_path / "r.db") as store:
+        with pytest.raises(LabError, match=message):
+            run_experiment(exp, store)
+        assert store.experiments() == []
+    assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
