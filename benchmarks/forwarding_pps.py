@@ -17,7 +17,7 @@ hits them alike, then:
 Absolute figures depend on the machine; nothing here asserts them.
 
     sudo python3 benchmarks/forwarding_pps.py            # 5 rounds of 2 s
-    sudo python3 benchmarks/forwarding_pps.py --quick    # CI smoke: 2 rounds of 0.5 s
+    sudo python3 benchmarks/forwarding_pps.py --quick    # CI smoke: 2 rounds of 0.3 s
 """
 
 from __future__ import annotations
@@ -69,11 +69,11 @@ def verdict(a: list[float], b: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 0.5 s (CI smoke)")
+    parser.add_argument("--quick", action="store_true", help="2 rounds of 0.3 s (CI smoke)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=2.0)
     args = parser.parse_args()
-    rounds, duration = (2, 0.5) if args.quick else (args.rounds, args.duration)
+    rounds, duration = (2, 0.3) if args.quick else (args.rounds, args.duration)
     generators = ["netrig"] + (["trafgen"] if shutil.which("trafgen") else [])
     if len(generators) == 1:
         print("trafgen is not installed (apt-get install netsniff-ng): netrig_gen only")
@@ -134,7 +134,7 @@ def main() -> None:
             ratio = med(("ecmp", generator, 2)) / med(("ecmp", generator, 1))
             print(f"two threads / one ({generator}, ECMP): {ratio:.2f}")
 
-        pace = 1.0 if args.quick else 2.0
+        pace = 0.5 if args.quick else 2.0
         print(f"\npacing at {PACED:.0f} packets/s for {pace:g} s (ECMP lab):")
         for generator in generators:
             samples = pps(
