@@ -187,16 +187,14 @@ class Pps(Measurement):
         target = target_address(lab.plan, o.src, o.dst, o.family, o.address)
         source = lab.plan.addr(o.src, o.family)
         way = egress(lab, o.src, target)
-        if generator == "netrig":
-            argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target)]
-        else:
-            if shutil.which("trafgen") is None:
-                raise not_installed("trafgen", "netsniff-ng")
-            argv = []  # filled in below, with the config file's path
         watched = {node: read_counters(lab, node) for node in o.watch}
         sink = SinkCounter(lab.ns(o.dst), o.family, o.interval)
         with contextlib.ExitStack() as stack:
-            if generator == "trafgen":
+            if generator == "netrig":
+                argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target)]
+            else:
+                if shutil.which("trafgen") is None:
+                    raise not_installed("trafgen", "netsniff-ng")
                 cfg = stack.enter_context(tempfile.NamedTemporaryFile("w", suffix=".cfg"))
                 cfg.write(trafgen_config(o, way, source, target))
                 cfg.flush()
