@@ -76,12 +76,14 @@ def summary(items: list[Sample | Text]) -> dict[str, float]:
     }
 
 
+@pytest.mark.parametrize("family", [4, 6])
 @pytest.mark.parametrize("generator", GENERATORS)
-def test_the_sink_counts_what_the_generator_sent(ecmp: Lab, generator: str) -> None:
+def test_the_sink_counts_what_the_generator_sent(ecmp: Lab, generator: str, family: int) -> None:
     """Paced well below what this path forwards, nothing is lost: the sink's count is the
     generator's. netrig_gen sends rate × duration, evenly; trafgen 0.6.8's `-b` sends a
     second's worth in a burst, then waits (benchmarks/forwarding_pps.py measures both)."""
-    items = run(ecmp, {"generator": generator, "rate": "20kpps", "duration": 0.5, "interval": 0.1})
+    options = {"generator": generator, "rate": "20kpps", "duration": 0.5, "interval": 0.1}
+    items = run(ecmp, {**options, "family": family})
     values = summary(items)
     assert values["rx_packets"] == pytest.approx(values["tx_packets"], rel=0.01)
     assert values["loss_percent"] < 1
