@@ -23,7 +23,9 @@ Generators (`generator:`):
   speed, `-b` pacing when `rate` is set), ended with SIGINT `duration` after it says it
   runs. Not `-n`: trafgen 0.6.8 given `-n` ignores `-b` and sends at full speed.
 - `auto` (default): netrig_gen when gcc is there (or it is already built), else trafgen.
-  benchmarks/forwarding_pps.py measures both in one run.
+  benchmarks/forwarding_pps.py measures both in one run: at full speed they forward about
+  the same here; paced, netrig_gen sends exactly rate × duration, evenly, while trafgen's
+  `-b` sends a second's worth in one burst, then waits.
 
 Samples: `tx_pps` and `tx_packets` (what the generator says it sent), `rx_pps` and
 `rx_packets` (what reached dst; rates over the generator's own sending time),
