@@ -62,12 +62,9 @@ class FpingTarget:
     def samples(self) -> list[Sample]:
         """This target's values as samples, labelled with the target."""
         values = [
-            ("rtt_min", self.rtt_min, "ms"),
-            ("rtt_avg", self.rtt_avg, "ms"),
-            ("rtt_max", self.rtt_max, "ms"),
-            ("rtt_mdev", self.rtt_mdev, "ms"),
-            ("sent", self.sent, "packets"),
-            ("received", self.received, "packets"),
+            ("rtt_min", self.rtt_min, "ms"), ("rtt_avg", self.rtt_avg, "ms"),
+            ("rtt_max", self.rtt_max, "ms"), ("rtt_mdev", self.rtt_mdev, "ms"),
+            ("sent", self.sent, "packets"), ("received", self.received, "packets"),
             ("loss_percent", self.loss_percent, "%"),
         ]
         if self.alive is not None:
@@ -151,6 +148,8 @@ def parse_fping(stdout: str, stderr: str = "") -> FpingResult:
     targets = tuple(reports.values())
     samples = tuple(sample for t in targets for sample in t.samples())
     if not any(t.reachable for t in targets):
-        lost = ", ".join(t.target + (f" ({t.errors[0]})" if t.errors else "") for t in targets)
+        lost = ", ".join(
+            t.target + (f" ({t.errors[0]})" if t.errors else "") for t in targets
+        )
         raise MeasurementFailed(f"no reply from any target: {lost}", samples)
     return FpingResult(targets=targets, samples=samples)

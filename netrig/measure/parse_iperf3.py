@@ -129,9 +129,8 @@ def _interval_samples(
             label, backward = labels.get(stream["socket"], (str(stream["socket"]), False))
             for field, metric, unit in _INTERVAL_FIELDS:
                 if field in stream:
-                    yield Sample(
-                        _metric(metric, backward), stream[field], unit, stream["start"], label
-                    )
+                    yield Sample(_metric(metric, backward), stream[field], unit,
+                                 stream["start"], label)
 
 
 def _stream_summaries(
@@ -142,9 +141,8 @@ def _stream_summaries(
             udp = stream["udp"]
             label, backward = labels.get(udp["socket"], (str(udp["socket"]), False))
             # iperf3 gives a UDP stream only its sender rate, plus the receiver's loss count.
-            yield Sample(
-                _metric("sender_throughput", backward), udp["bits_per_second"], BITS, None, label
-            )
+            yield Sample(_metric("sender_throughput", backward), udp["bits_per_second"], BITS,
+                         None, label)
             for field, metric, unit in _UDP_FIELDS:
                 if field in udp:
                     yield Sample(_metric(metric, backward), udp[field], unit, None, label)
@@ -153,17 +151,14 @@ def _stream_summaries(
         socket = receiver.get("socket", sender.get("socket"))
         label, backward = labels.get(socket, (str(socket), False))
         if "bits_per_second" in receiver:
-            yield Sample(
-                _metric("throughput", backward), receiver["bits_per_second"], BITS, None, label
-            )
+            yield Sample(_metric("throughput", backward), receiver["bits_per_second"], BITS,
+                         None, label)
         if "bits_per_second" in sender:
-            yield Sample(
-                _metric("sender_throughput", backward), sender["bits_per_second"], BITS, None, label
-            )
+            yield Sample(_metric("sender_throughput", backward), sender["bits_per_second"],
+                         BITS, None, label)
         if "retransmits" in sender:
-            yield Sample(
-                _metric("retransmits", backward), sender["retransmits"], "segments", None, label
-            )
+            yield Sample(_metric("retransmits", backward), sender["retransmits"], "segments",
+                         None, label)
 
 
 def _direction(
@@ -183,11 +178,8 @@ def _direction(
 
 
 def _summary_samples(
-    received: Mapping[str, Any],
-    sent: Mapping[str, Any],
-    udp: Mapping[str, Any],
-    protocol: str,
-    backward: bool,
+    received: Mapping[str, Any], sent: Mapping[str, Any], udp: Mapping[str, Any],
+    protocol: str, backward: bool,
 ) -> Iterator[Sample]:
     yield Sample(_metric("throughput", backward), received["bits_per_second"], BITS)
     if "bits_per_second" in sent:
@@ -216,9 +208,8 @@ def parse_iperf3(stdout: str, stderr: str = "") -> Iperf3Result:
 
     received, sent, udp = _direction(end, protocol, backward=False)
     if "bits_per_second" not in received:
-        raise MeasurementFailed(
-            "iperf3 output has no receiver summary (end.sum_received)", intervals
-        )
+        raise MeasurementFailed("iperf3 output has no receiver summary (end.sum_received)",
+                                intervals)
     if not received.get("bytes", 1) or received["bits_per_second"] <= 0:
         raise MeasurementFailed("iperf3 moved no data: the receiver got 0 bytes", intervals)
 
