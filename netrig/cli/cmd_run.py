@@ -114,7 +114,7 @@ def run(
 
     Parameters go anywhere in the file as {expr}: arithmetic (+ - * / // %)
     on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
-    iperf3, ping, command (--measurements lists their options).
+    iperf3, ping, command, pps (--measurements lists their options).
 
     Ctrl-C stops the current run cleanly: the lab is removed, finished runs are
     kept, the interrupted run is stored as interrupted; `--resume` continues.

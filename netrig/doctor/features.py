@@ -761,6 +761,19 @@ def _ipvs(ns: Scratch) -> Outcome:
     return _genl("IPVS")
 
 
+@feature("af-packet", "AF_PACKET sockets with qdisc bypass", config="CONFIG_PACKET",
+         module="af_packet", impact="the pps measurement cannot send (netrig_gen and trafgen "
+         "both write frames to AF_PACKET sockets)")
+def _af_packet(ns: Scratch) -> Outcome:
+    sol_packet, packet_qdisc_bypass = 263, 20
+    try:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as sock:
+            sock.setsockopt(sol_packet, packet_qdisc_bypass, 1)
+    except OSError as exc:
+        return missing(f"AF_PACKET socket: {exc.strerror or exc}")
+    return present("AF_PACKET raw socket opened, PACKET_QDISC_BYPASS set")
+
+
 @feature("pktgen", "pktgen", config="CONFIG_NET_PKTGEN", module="pktgen",
          impact="the in-kernel packet generator is unavailable")
 def _pktgen(ns: Scratch) -> Outcome:

@@ -26,7 +26,7 @@ pytestmark = [
 # What this machine has, as documented in the brief and checked against /proc/config.gz.
 PRESENT = ["netns", "veth", "bridge", "bridge-stp", "nftables", "iptables", "multipath",
            "htb", "tbf", "vxlan", "macvlan", "xdp-native", "xdp-generic", "ifb", "ipset",
-           "iptables-nft", "xdp-netrig"]
+           "iptables-nft", "xdp-netrig", "af-packet"]
 # MPLS was documented as present, but the kernel has CONFIG_MPLS=y without
 # CONFIG_MPLS_ROUTING: no net.mpls sysctls and `ip -f mpls route add` gives EOPNOTSUPP.
 MISSING = ["netem", "batman-adv", "openvswitch", "dummy", "vlan", "ipvlan", "fq", "fq_codel",

@@ -16,9 +16,9 @@ from netrig.doctor.tools import TOOLS, has_tool, probe_tools
 FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",
          "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
          "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy", "chromium",
-         "matplotlib", "ovs", "ovs-testcontroller"]
+         "matplotlib", "ovs", "ovs-testcontroller", "trafgen", "gcc"]
 # Neither installed here nor by setup.sh.
-NOT_FOUND = ["wrk", "ab", "trafgen", "haproxy", "nginx", "pen"]
+NOT_FOUND = ["wrk", "ab", "haproxy", "nginx", "pen"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,229 @@
+"""pps in real namespaces with the real generators: counts, ECMP spread, failures, verdicts."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from netrig import measure
+from netrig.experiment import run_experiment
+from netrig.lab import netns
+from netrig.lab.build import LabError
+from netrig.lab.lab import Lab
+from netrig.measure import Text
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.results.store import ResultStore
+from netrig.spec.experiment import load_experiment_text
+from tests.conftest import netrig_cli, new_lab_name, requires_root
+from tests.measure.test_plugins_live import leftovers
+
+pytestmark = [requires_root, pytest.mark.root]
+
+DIAMOND = {
+    "nodes": [{"name": n} for n in ("src", "r1", "pa", "pb", "r2", "dst")],
+    "links": [
+        {"a": "src", "b": "r1"},
+        {"a": "r1", "b": "pa"},
+        {"a": "r1", "b": "pb"},
+        {"a": "pa", "b": "r2"},
+        {"a": "pb", "b": "r2"},
+        {"a": "r2", "b": "dst"},
+    ],
+}
+GENERATORS = [
+    "netrig",
+    pytest.param(
+        "trafgen",
+        marks=pytest.mark.skipif(shutil.which("trafgen") is None, reason="no trafgen"),
+    ),
+]
+
+
+def diamond(protocol: str) -> Iterator[Lab]:
+    lab = Lab.from_spec({"name": new_lab_name("p"), **DIAMOND, "routing": {"protocol": protocol}})
+    lab.up()
+    yield lab
+    lab.down()
+
+
+@pytest.fixture(scope="module")
+def ecmp() -> Iterator[Lab]:
+    yield from diamond("ecmp")
+
+
+@pytest.fixture(scope="module")
+def static() -> Iterator[Lab]:
+    yield from diamond("static")
+
+
+def run(lab: Lab, options: dict[str, object]) -> list[Sample | Text]:
+    plugin = measure.get("pps")
+    opts = plugin.Options.model_validate({"src": "src", "dst": "dst", **options})
+    assert plugin.check(opts, lab.plan) == []
+    try:
+        return plugin.run(lab, opts, plugin.timeout(opts))
+    finally:
+        assert leftovers(lab) == [], "the generator was left running"
+
+
+def summary(items: list[Sample | Text]) -> dict[str, float]:
+    return {
+        s.metric: s.value for s in items if isinstance(s, Sample) and s.t is None and not s.stream
+    }
+
+
+@pytest.mark.parametrize("family", [4, 6])
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_the_sink_counts_what_the_generator_sent(ecmp: Lab, generator: str, family: int) -> None:
+    """Paced well below what this path forwards, nothing is lost: the sink's count is the
+    generator's. netrig_gen sends rate × duration, evenly; trafgen 0.6.8's `-b` sends a
+    second's worth in a burst, then waits (benchmarks/forwarding_pps.py measures both)."""
+    options = {"generator": generator, "rate": "20kpps", "duration": 0.5, "interval": 0.1}
+    items = run(ecmp, {**options, "family": family})
+    values = summary(items)
+    assert values["rx_packets"] == pytest.approx(values["tx_packets"], rel=0.01)
+    assert values["loss_percent"] < 1
+    if generator == "netrig":
+        assert values["tx_packets"] == pytest.approx(10000, rel=0.01)
+        assert values["rx_pps"] == pytest.approx(20000, rel=0.05)
+        rates = [s.value for s in items if isinstance(s, Sample) and s.t is not None]
+        assert len(rates) >= 3 and all(abs(r / 20000 - 1) < 0.2 for r in rates)
+
+
+def test_full_speed_gives_a_rate_and_intervals(ecmp: Lab) -> None:
+    items = run(ecmp, {"generator": "netrig", "duration": 0.6, "interval": 0.1})
+    values = summary(items)
+    paced = 20000  # the rate of the test above: full speed must beat it by far
+    assert values["tx_pps"] > 5 * paced and values["rx_pps"] > 5 * paced
+    assert 0 <= values["loss_percent"] < 100
+    intervals = [s for s in items if isinstance(s, Sample) and s.t is not None]
+    assert len(intervals) >= 3 and all(s.metric == "rx_pps" and s.value > 0 for s in intervals)
+    assert [s.t for s in intervals] == sorted(s.t for s in intervals)
+
+
+@pytest.mark.parametrize(("lab_fixture", "spread"), [("ecmp", True), ("static", False)])
+def test_ecmp_spreads_the_flows_over_both_paths(
+    request: pytest.FixtureRequest, lab_fixture: str, spread: bool
+) -> None:
+    lab: Lab = request.getfixturevalue(lab_fixture)
+    items = run(lab, {"generator": "netrig", "rate": "50kpps", "duration": 0.4, "watch": ["r1"]})
+    counts = {s.stream: s.value for s in items if isinstance(s, Sample) and s.stream}
+    # r1's eth1 leads to pa, eth2 to pb
+    via_a, via_b = counts["r1:eth1"], counts["r1:eth2"]
+    sent = summary(items)["tx_packets"]
+    assert via_a + via_b >= 0.99 * sent
+    if spread:  # 256 source ports hashed over two next hops: each path gets a fair share
+        assert min(via_a, via_b) > 0.3 * sent
+    else:
+        assert min(via_a, via_b) < 0.01 * sent
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_failing_generator_is_a_failure_with_its_output(ecmp: Lab, generator: str) -> None:
+    """Frames longer than src's MTU: netrig_gen's send fails (EMSGSIZE), trafgen's frames
+    never leave; either way the run fails with a reason, never a zero."""
+    ecmp.exec("src", ["ip", "link", "set", "eth0", "mtu", "1000"], check=True)
+    try:
+        with pytest.raises(MeasurementFailed) as failed:
+            run(ecmp, {"generator": generator, "duration": 0.3, "frame_size": 1518})
+    finally:
+        ecmp.exec("src", ["ip", "link", "set", "eth0", "mtu", "1500"], check=True)
+    reason = failed.value.reason
+    if generator == "netrig":
+        assert reason == "netrig_gen exited with 1: netrig_gen: Message too long"
+        assert "Message too long" in failed.value.stderr
+    else:
+        assert reason == "no packet reached dst (100% loss)"
+        assert "packets outgoing" in failed.value.stderr
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "pps.yaml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("measure_line", "where", "message"),
+    [
+        ("{src: n1, dst: n4}", "6:22", "pps: unknown node 'n4'"),
+        ("{src: n1, dst: n3, rate: fast}", "6:32", "not a packet rate"),
+        ("{src: n1, dst: n3, family: 6}", "6:13", "node 'n1' has no IPv6 address"),
+    ],
+)
+def test_bad_input_is_exit_2_at_its_line(
+    tmp_path: Path, lab_name: str, measure_line: str, where: str, message: str
+) -> None:
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        addressing: {{ipv6: false}}
+        measure:
+          - pps:
+              {measure_line}
+        """,
+    )
+    out = netrig_cli("run", path, "--db", str(tmp_path / "never.db"))
+    assert out.returncode == 2, out.stderr
+    assert f"{path}:{where}:" in out.stderr and message in out.stderr
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_ministat_compares_two_stored_rates(tmp_path: Path, lab_name: str) -> None:
+    """Two paced rates, 3 runs each, through a chain of 3: ministat sees the difference."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, rate: "{{rate}}", duration: 0.3}}
+        vary: {{rate: [10000, 20000]}}
+        repeat: 3
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    out = netrig_cli("run", path, "--db", db, "--quiet")
+    assert out.returncode == 0, out.stderr
+    stat = netrig_cli(
+        "stat", "--experiment", lab_name, "--by", "rate", "--metric", "rx_pps", "--db", db
+    )
+    assert stat.returncode == 0, stat.stderr
+    lines = stat.stdout.splitlines()
+    assert "x rate=10000" in lines and "+ rate=20000" in lines
+    assert "Difference at 95.0% confidence" in lines
+    compare = netrig_cli(
+        "compare", f"{lab_name}:rate=10000", f"{lab_name}:rate=20000", "--metric", "rx_pps",
+        "--db", db,
+    )  # fmt: skip
+    assert compare.returncode == 0, compare.stderr
+    assert "Difference at 95.0% confidence" in compare.stdout
+
+
+@pytest.mark.parametrize(
+    ("generator", "message"),
+    [
+        ("trafgen", "trafgen is not installed; install it with: apt-get install netsniff-ng"),
+        ("netrig", "gcc is not installed; install it with: apt-get install gcc"),
+    ],
+)
+def test_a_missing_generator_names_its_package_before_anything_exists(
+    tmp_path: Path, lab_name: str, monkeypatch: pytest.MonkeyPatch, generator: str, message: str
+) -> None:
+    exp = load_experiment_text(
+        f"name: {lab_name}\ntopology: {{kind: chain, nodes: 3}}\n"
+        f"measure: [{{pps: {{src: n1, dst: n3, generator: {generator}}}}}]\n"
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # netrig_gen not built yet
+    with ResultStore(tmp_path / "r.db") as store:
+        with pytest.raises(LabError, match=message):
+            run_experiment(exp, store)
+        assert store.experiments() == []
+    assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
