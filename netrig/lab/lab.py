@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from netrig import routing
+from netrig import routing, services
 from netrig.firewall import _lab as firewall
 from netrig.lab import check, netns, run, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
@@ -87,6 +87,7 @@ class Lab:
             self._start_switches(say)
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
+            services.start_all(self, say)
         except BaseException:
             self.down()
             raise
@@ -183,6 +184,7 @@ class Lab:
         """Stop the protocol's daemons gently, then remove everything the ledger names."""
         try:
             if self.ledger.objects(self.name, "process"):
+                services.stop_all(self)
                 self.protocol.stop(self)
         except Exception:  # a failing stop must never keep the lab from going away
             pass

@@ -23,6 +23,7 @@ from netrig.plan.model import (
     NodePlan,
     OvsPlan,
 )
+from netrig.plan.services import plan_services
 from netrig.spec.load import GraphLink, LabGraph, Problem, SpecError
 
 BASE_SYSCTLS = {
@@ -165,6 +166,7 @@ def build_plan(graph: LabGraph) -> LabPlan:
     )
     for name, routes in proto.routes(plan).items():
         plan.nodes[name].routes = routes
+    plan_services(graph, plan)  # after addresses: backends and VIPs are checked against them
     return plan
 
 

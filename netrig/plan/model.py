@@ -57,6 +57,17 @@ class RoutePlan:
 
 
 @dataclass
+class ServicePlan:
+    """A daemon a node runs (netrig.services): its plugin, validated options (as JSON), the
+    TCP port it serves, and the address clients use when it is not the node's own (a VIP)."""
+
+    kind: str
+    options: dict[str, Any]
+    port: int
+    address: str | None = None
+
+
+@dataclass
 class NodePlan:
     name: str
     kind: str  # host | switch
@@ -71,6 +82,7 @@ class NodePlan:
     # shared by all namespaces and overflow at 1024 dynamic entries (gc_thresh3)
     neighbors: list[tuple[int, str, str]] = field(default_factory=list)
     firewall: dict[str, Any] | None = None  # a netrig.firewall.FirewallPlan as a dict
+    services: list[ServicePlan] = field(default_factory=list)
 
     def iface(self, name: str) -> IfacePlan:
         for iface in self.ifaces:
@@ -169,6 +181,7 @@ class LabPlan:
                 RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]]) for r in n["routes"]
             ]
             n["neighbors"] = [tuple(x) for x in n["neighbors"]]
+            n["services"] = [ServicePlan(**x) for x in n.get("services", [])]
             nodes[name] = NodePlan(**n)
         data["nodes"] = nodes
         data["links"] = [LinkPlan(**link) for link in data["links"]]

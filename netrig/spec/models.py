@@ -199,6 +199,11 @@ class Node(Strict):
         "none", description="ovs switch: none | standalone (ovs-testcontroller) | tcp:IP:PORT"
     )
     firewall: Firewall | None = Field(None, description="a packet filter in this node")
+    services: list[str | dict[str, Any]] = Field(
+        default_factory=list,
+        description="daemons the node runs, each `kind: {options}` (see netrig.services), "
+        "e.g. [{nginx: {files: {1k: 1024}}}, {haproxy: {backends: [web1, web2]}}]",
+    )
 
     @model_validator(mode="after")
     def _stp_on_switch(self) -> Node:
@@ -210,6 +215,8 @@ class Node(Strict):
         ovs_only = [k for k in ("dpid", "controller") if k in self.model_fields_set]
         if ovs_only and self.switch != "ovs":
             raise ValueError(f"{ovs_only[0]} applies to Open vSwitch nodes (switch: ovs)")
+        if self.services and self.kind != "host":
+            raise ValueError("services run on host nodes, not on a switch")
         return self
 
 

@@ -1,0 +1,108 @@
+"""The `services:` of each node, checked against the plan and carried into it.
+
+Each entry is `kind: {options}` (or a bare `kind`) naming a plugin of netrig.services. The
+plugin's options are validated, its references (backends) checked against the planned
+nodes and addresses, and its programs looked up on PATH, all before anything is created:
+a problem is a `file:line:col` message (exit 2), like any other mistake in the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from typing import Any
+
+from pydantic import ValidationError
+
+from netrig.plan.model import LabPlan, ServicePlan
+from netrig.spec.load import LabGraph, Problem, SpecError, _problems
+
+Path = tuple[str | int, ...]
+
+
+def plan_services(graph: LabGraph, plan: LabPlan) -> None:
+    """Fill `plan.nodes[*].services`; SpecError with every problem found."""
+    if not any(node.services for node in graph.nodes.values()):
+        return
+    from netrig import services  # plugins are imported only by files that use them
+
+    registry = services.load_plugins()
+    problems: list[Problem] = []
+
+    def where(path: Path, key: bool = False) -> str:
+        return graph.doc.where(path, key=key) if graph.doc else "<spec>"
+
+    for name, node in graph.nodes.items():
+        base = (*graph.node_paths[name], "services")
+        seen: set[str] = set()
+        for j, item in enumerate(node.services):
+            parsed = _entry(item)
+            if parsed is None:
+                problems.append(
+                    Problem(
+                        where((*base, j)),
+                        "a service is one `kind: {options}` mapping, e.g. "
+                        f"`{{nginx: {{files: {{1k: 1024}}}}}}`; kinds: {', '.join(sorted(registry))}",
+                    )
+                )
+                continue
+            kind, raw = parsed
+            path: Path = (*base, j) if isinstance(item, str) else (*base, j, kind)
+            if kind not in registry:
+                close = difflib.get_close_matches(kind, list(registry), n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(
+                    Problem(
+                        where(path, key=not isinstance(item, str)),
+                        f"unknown service {kind!r}{hint}; known: {', '.join(sorted(registry))}",
+                    )
+                )
+                continue
+            if kind in seen:
+                problems.append(Problem(where(path), f"node {name} runs {kind} twice"))
+                continue
+            seen.add(kind)
+            plugin = registry[kind]()
+            if not isinstance(raw, dict):
+                problems.append(
+                    Problem(where(path), f"{kind}: options are a mapping {{key: value}}")
+                )
+                continue
+            try:
+                options = plugin.Options.model_validate(raw)
+            except ValidationError as exc:
+                if graph.doc is None:
+                    problems.append(Problem("<spec>", f"{name}: {kind}: {exc}"))
+                else:
+                    problems += _problems(exc, graph.doc, plugin.Options, prefix=path)
+                continue
+            found = plugin.check(options, plan, name)
+            for sub, message in found:
+                problems.append(Problem(where((*path, *sub)), f"{kind}: {message}"))
+            for program, package in plugin.tools(options).items():
+                if shutil.which(program) is None:
+                    problems.append(
+                        Problem(
+                            where(path, key=not isinstance(item, str)),
+                            f"service {kind} needs {program}, which is not installed; "
+                            f"install it with: apt-get install -y {package}",
+                        )
+                    )
+            if found:
+                continue
+            address = plugin.address(options, plan, name, graph.spec.addressing.ipv4)
+            plan.nodes[name].services.append(
+                ServicePlan(kind, options.model_dump(mode="json"), options.port, address)
+            )
+    if problems:
+        raise SpecError(problems)
+
+
+def _entry(item: Any) -> tuple[str, Any] | None:
+    """(kind, options) of one entry: `nginx`, `{nginx: null}` or `{nginx: {…}}`."""
+    if isinstance(item, str):
+        return item, {}
+    if isinstance(item, dict) and len(item) == 1:
+        ((kind, raw),) = item.items()
+        return str(kind), {} if raw is None else raw
+    return None
