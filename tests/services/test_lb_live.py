@@ -1,0 +1,196 @@
+"""Load balancers in real namespaces: requests spread over the backends (counted in the
+backends' own access logs), DSR replies bypass the balancer (interface counters), and a
+balancer that dies gives failed runs with the tool's message, never 0 requests/s."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from netrig.lab.lab import Lab
+from netrig.measure import Text, get
+from netrig.results.sample import MeasurementFailed, Sample
+from netrig.results.store import ResultStore
+from netrig.routing import _daemons
+from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
+
+pytestmark = [
+    requires_root,
+    *(requires_tool(t) for t in ("pen", "haproxy", "nginx", "wrk", "ab")),
+]
+WEBS = ["web1", "web2", "web3"]
+BALANCERS = {
+    "pen": {"pen": {"backends": WEBS}},
+    "haproxy": {"haproxy": {"backends": WEBS}},
+    "nginx": {"nginx": {"backends": WEBS}},
+    "pen-dsr": {"pen": {"backends": WEBS, "dsr": True}},
+}
+FILES = {"1k": 1024, "100k": 102400}
+
+
+def switched(nodes: list[dict]) -> dict:
+    """Every node on one switch."""
+    return {
+        "nodes": [{"name": "sw", "kind": "switch"}, *nodes],
+        "links": [{"a": n["name"], "b": "sw"} for n in nodes],
+    }
+
+
+@pytest.fixture(scope="module")
+def lb_lab() -> Iterator[Lab]:
+    nodes = [
+        {"name": "client"},
+        *({"name": lb, "services": [svc]} for lb, svc in BALANCERS.items()),
+        *({"name": w, "services": [{"nginx": {"files": FILES}}]} for w in WEBS),
+    ]
+    lab = Lab.from_spec({"name": new_lab_name("lb"), **switched(nodes)})
+    lab.up()
+    try:
+        yield lab
+    finally:
+        lab.down()
+
+
+def access_counts(lab: Lab) -> dict[str, int]:
+    counts = {}
+    for web in WEBS:
+        with open(os.path.join(lab.node_dir(web), "access.log")) as fh:
+            counts[web] = sum(1 for _ in fh)
+    return counts
+
+
+def measure(lab: Lab, tool: str, **options: object) -> dict[str, float]:
+    plugin = get(tool)
+    opts = plugin.Options.model_validate({"client": "client", **options})
+    return {s.metric: s.value for s in plugin.run(lab, opts, plugin.timeout(opts))}
+
+
+@pytest.mark.parametrize("lb", list(BALANCERS))
+def test_balancer_spreads_requests_over_backends(lb_lab: Lab, lb: str) -> None:
+    before = access_counts(lb_lab)
+    got = measure(lb_lab, "ab", server=lb, path="/1k", concurrency=10, requests=600, duration=20)
+    assert got["requests"] == 600 and got["errors"] == 0
+    deadline = time.monotonic() + 2.0
+    while True:  # nginx logs a request just after answering it
+        spread = {w: n - before[w] for w, n in access_counts(lb_lab).items()}
+        if sum(spread.values()) >= 600 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert sum(spread.values()) == 600, spread  # each request served once, by a backend
+    assert min(spread.values()) >= 600 * 0.15, spread  # every backend takes a fair share
+
+
+def iface_bytes(lab: Lab, node: str, counter: str) -> int:
+    done = lab.exec(node, ["cat", f"/sys/class/net/eth0/statistics/{counter}"], capture_output=True)
+    return int(done.stdout)
+
+
+@pytest.mark.parametrize("lb", ["pen", "pen-dsr"])
+def test_dsr_replies_bypass_the_balancer(lb_lab: Lab, lb: str) -> None:
+    lb_out, client_in = (
+        iface_bytes(lb_lab, lb, "tx_bytes"),
+        iface_bytes(lb_lab, "client", "rx_bytes"),
+    )
+    got = measure(lb_lab, "wrk", server=lb, path="/100k", connections=8, duration=1)
+    assert got["requests"] > 100
+    lb_out = iface_bytes(lb_lab, lb, "tx_bytes") - lb_out
+    client_in = iface_bytes(lb_lab, "client", "rx_bytes") - client_in
+    assert client_in >= got["requests"] * 102400
+    if lb == "pen-dsr":  # the balancer forwards only the client's small packets
+        assert lb_out * 20 < client_in, (lb_out, client_in)
+    else:  # a proxy sends every byte the client receives
+        assert lb_out > client_in * 0.95, (lb_out, client_in)
+
+
+@pytest.mark.parametrize("tool", ["wrk", "ab"])
+def test_killed_balancer_fails_its_run_and_is_started_again(
+    make_lab: Callable[..., Lab], tool: str
+) -> None:
+    lab = make_lab(
+        switched(
+            [
+                {"name": "client"},
+                {"name": "lb", "services": [{"haproxy": {"backends": ["web1"]}}]},
+                {"name": "web1", "services": [{"nginx": {"files": FILES}}]},
+            ]
+        )
+    )
+    plugin = get(tool)
+    opts = plugin.Options.model_validate(
+        {"client": "client", "server": "lb", "path": "/1k", "duration": 2}
+    )
+    # killed during a run: that run fails, with the balancer's log; it is started afresh
+    pid = _daemons.running(lab, "lb")["haproxy"]
+    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    with pytest.raises(MeasurementFailed) as exc:
+        plugin.run(lab, opts, plugin.timeout(opts))
+    killer.join()
+    assert "lb/haproxy exited" in exc.value.reason
+    assert "lb/haproxy exited; last lines of its log" in exc.value.stderr
+    assert "started afresh after this failure: lb/haproxy" in exc.value.stderr
+    assert all(s.metric != "requests_per_s" or s.value >= 0 for s in exc.value.samples)
+    # killed between runs: the next run starts it again first and says so
+    again_pid = _daemons.running(lab, "lb")["haproxy"]
+    assert again_pid != pid
+    os.kill(again_pid, signal.SIGKILL)
+    time.sleep(0.05)
+    result = plugin.run(lab, opts, plugin.timeout(opts))
+    rate = next(s.value for s in result if isinstance(s, Sample) and s.metric == "requests_per_s")
+    assert rate > 0
+    notes = {t.name: t.text for t in result if isinstance(t, Text)}
+    assert "lb/haproxy" in notes["restarted"]
+    assert _daemons.running(lab, "lb")["haproxy"] not in (pid, again_pid)
+
+
+def test_refused_or_silent_server_fails_with_the_reason(lb_lab: Lab) -> None:
+    """Nothing on the port: wrk's own words; a VIP that swallows the SYNs (pen in DSR mode
+    forwards only its port): a timeout. Never 0 requests/s."""
+    plugin = get("wrk")
+    refused = plugin.Options.model_validate(
+        {"client": "client", "server": "pen", "duration": 1, "port": 81}
+    )
+    with pytest.raises(MeasurementFailed) as exc:
+        plugin.run(lb_lab, refused, plugin.timeout(refused))
+    assert "unable to connect" in exc.value.reason and "refused" in exc.value.stderr.lower()
+    silent = plugin.Options.model_validate(
+        {"client": "client", "server": "pen-dsr", "duration": 1, "port": 81, "timeout": 2}
+    )
+    with pytest.raises(MeasurementFailed, match="did not finish within 2 s"):
+        plugin.run(lb_lab, silent, plugin.timeout(silent))
+
+
+def test_failed_balancer_is_stored_as_failed_not_zero(tmp_path: Path) -> None:
+    """pen in front of a backend that serves nothing: every request fails; `netrig run`
+    stores failed runs with the reason and no requests/s sample of 0."""
+    name = new_lab_name("lb")
+    exp = tmp_path / "lb.yaml"
+    exp.write_text(
+        f"""name: {name}
+nodes:
+  - {{name: client}}
+  - {{name: lb, services: [{{pen: {{backends: [web1]}}}}]}}
+  - {{name: web1}}
+links: [{{a: client, b: lb}}, {{a: lb, b: web1}}]
+measure:
+  - wrk: {{client: client, server: lb, duration: 1, connections: "{{c}}"}}
+vary: {{c: [1, 4]}}
+"""
+    )
+    db = tmp_path / "r.db"
+    done = netrig_cli("run", str(exp), "--db", str(db))
+    assert done.returncode == 1, done.stdout + done.stderr  # failed runs: exit 1
+    store = ResultStore(str(db))
+    runs = store.runs(store.experiments()[-1].id)
+    assert [r.status for r in runs] == ["failed", "failed"]
+    assert all("no successful response" in (r.reason or "") for r in runs)
+    for run in runs:
+        kept = {s.metric: s.value for _m, s in store.samples(run.id)}
+        assert kept.get("requests", 0) == 0 or kept["errors"] > 0
+    store.close()

@@ -1,0 +1,89 @@
+"""Bad `services:` input: one message at file:line:col, exit 2, nothing created."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from netrig.lab import netns
+from netrig.plan.build import build_plan
+from netrig.plan.model import LabPlan
+from netrig.spec import load as spec_load
+from tests.conftest import netrig_cli, new_lab_name
+
+GOOD = """name: {name}
+nodes:
+  - {{name: client}}
+  - {{name: lb, services: [{{pen: {{backends: [web1, web2], dsr: true}}}}]}}
+  - {{name: web1, services: [{{nginx: {{files: {{1k: 1024}}}}}}]}}
+  - {{name: web2, services: [nginx]}}
+  - {{name: sw, kind: switch}}
+links: [{{a: client, b: sw}}, {{a: lb, b: sw}}, {{a: web1, b: sw}}, {{a: web2, b: sw}}]
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "lab.yaml"
+    path.write_text(text)
+    return path
+
+
+def validate(path: Path, **kwargs: object) -> tuple[int, str]:
+    done = netrig_cli("validate", str(path), **kwargs)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_good_file_plans_services_and_a_vip() -> None:
+    plan = build_plan(spec_load.load_text(GOOD.format(name="svc")))
+    lb = plan.node("lb").services[0]
+    assert (lb.kind, lb.port, lb.options["dsr"]) == ("pen", 80, True)
+    assert lb.address is not None
+    assert all(lb.address not in n.addresses(4) for n in plan.nodes.values())
+    assert plan.node("web2").services[0].kind == "nginx"
+    again = LabPlan.from_json(plan.to_json())  # what `netrig exec`/`down` read back
+    assert again.node("lb").services == plan.node("lb").services
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "message"),
+    [
+        ("{pen: {backends", "{pem: {backends", 4, "unknown service 'pem' (did you mean 'pen'?)"),
+        ("[web1, web2], dsr", "[web1, web9], dsr", 4, "backend 'web9' is not a node of the lab"),
+        ("[web1, web2], dsr", "[web1, sw], dsr", 4, "backend 'sw' is a switch"),
+        ("dsr: true", "dsr: true, colour: red", 4, "unknown key 'colour'"),
+        ("{1k: 1024}", "{1k: lots}", 5, "'lots' is not a size"),
+        ("files: {1k: 1024}", "files: {1k: 1}, backends: [web2]", 5, "exclude each other"),
+        ("[nginx]", "[nginx, nginx]", 6, "runs nginx twice"),
+    ],
+)
+def test_bad_service_is_reported_at_its_line(
+    tmp_path: Path, old: str, new: str, line: int, message: str
+) -> None:
+    text = GOOD.format(name="svc")
+    assert old in text
+    code, out = validate(write(tmp_path, text.replace(old, new, 1)))
+    assert code == 2, out
+    assert re.search(rf"lab\.yaml:{line}:\d+: .*{re.escape(message)}", out), out
+
+
+def test_dsr_needs_backends_on_the_balancers_subnet(tmp_path: Path) -> None:
+    text = GOOD.format(name="svc").replace("{a: web2, b: sw}", "{a: web2, b: web1}")
+    code, out = validate(write(tmp_path, text))
+    assert code == 2
+    assert re.search(r"lab\.yaml:4:\d+: .*dsr: backend 'web2' shares no subnet with lb", out), out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to try `netrig up`")
+def test_missing_program_names_the_package_and_creates_nothing(tmp_path: Path) -> None:
+    name = new_lab_name("lb")
+    path = write(tmp_path, GOOD.format(name=name))
+    env = {**os.environ, "PATH": str(tmp_path)}  # no pen, no nginx
+    done = netrig_cli("up", str(path), env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "apt-get install -y pen" in done.stderr
+    assert "apt-get install -y nginx-light" in done.stderr
+    assert re.search(r"lab\.yaml:4:\d+: service pen needs pen", done.stderr)
+    assert not [ns for ns in netns.list_names() if ns.startswith(name + "-")]
