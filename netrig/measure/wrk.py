@@ -78,6 +78,8 @@ def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[Path, str]]:
         url(plan, o)
     except KeyError as exc:
         return [(("address",), str(exc.args[0]))]
+    if o.family == 6 and any(s.address for s in plan.node(o.server).services):
+        return [(("family",), f"{o.server} serves on an IPv4 VIP (pen dsr); use family 4")]
     return []
 
 

@@ -90,7 +90,11 @@ def plan_services(graph: LabGraph, plan: LabPlan) -> None:
                     )
             if found:
                 continue
-            address = plugin.address(options, plan, name, graph.spec.addressing.ipv4)
+            try:
+                address = plugin.address(options, plan, name, graph.spec.addressing.ipv4)
+            except ValueError as exc:
+                problems.append(Problem(where(path), f"{kind}: {exc}"))
+                continue
             plan.nodes[name].services.append(
                 ServicePlan(kind, options.model_dump(mode="json"), options.port, address)
             )

@@ -78,7 +78,8 @@ class Service:
     def address(
         self, options: Any, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
-        """The address clients connect to when it is not the node's own (a VIP)."""
+        """The address clients connect to when it is not the node's own (a VIP); a
+        ValueError says why there is none to be had (reported at the service's line)."""
         return None
 
     def start(self, lab: Lab, node: str, options: Any) -> None:

@@ -95,11 +95,13 @@ class Pen(Service):
         if o.vip is not None:
             return str(o.vip)
         if pool is None:
-            return None
+            raise ValueError("dsr needs an IPv4 VIP and the lab has no IPv4 pool; set vip:")
         # the top of the loopback half, counting down by node index: never a loopback
         top = int(pool.network_address) + pool.num_addresses // 2 - 1
         vip = str(IPv4Address(top - plan.node(node).index))
-        return None if _in_use(plan, vip) else vip
+        if _in_use(plan, vip):
+            raise ValueError(f"the default VIP {vip} is taken in this small pool; set vip:")
+        return vip
 
     def argv(self, lab: Lab, node: str, o: PenOptions, vip: str | None) -> list[str]:
         argv = ["pen", "-f", "-r", "-x", str(o.max_connections), "-c", str(o.max_clients)]

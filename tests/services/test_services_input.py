@@ -87,3 +87,14 @@ def test_missing_program_names_the_package_and_creates_nothing(tmp_path: Path) -
     assert "apt-get install -y nginx-light" in done.stderr
     assert re.search(r"lab\.yaml:4:\d+: service pen needs pen", done.stderr)
     assert not [ns for ns in netns.list_names() if ns.startswith(name + "-")]
+
+
+def test_wrk_to_a_dsr_vip_needs_ipv4(tmp_path: Path) -> None:
+    text = GOOD.format(name="svc") + (
+        "measure:\n  - wrk: {client: client, server: lb, family: 6}\n"
+        "  - wrk: {client: client, server: lb, path: nope}\n"
+    )
+    done = netrig_cli("run", str(write(tmp_path, text)), "--dry-run")
+    assert done.returncode == 2
+    assert re.search(r"lab\.yaml:10:\d+: .*serves on an IPv4 VIP", done.stderr), done.stderr
+    assert re.search(r"lab\.yaml:11:\d+: .*path", done.stderr), done.stderr
