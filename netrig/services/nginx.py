@@ -67,7 +67,7 @@ class Nginx(Service):
     Options = NginxOptions
 
     def tools(self, options: Any) -> dict[str, str]:
-        return {"nginx": "nginx-light"}
+        return {"nginx": "nginx"}  # the program (nginx-light adds only a module)
 
     def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
         return super().check(options, plan, node) if options.backends else []

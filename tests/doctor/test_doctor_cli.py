@@ -41,12 +41,12 @@ def test_json_run_in_a_fresh_process(unchanged_host) -> None:
 
 
 def test_tables_show_marks_details_and_fixes(unchanged_host) -> None:
-    result = CliRunner().invoke(cli, ["doctor", "--only", "netem,veth", "--only", "wrk"])
+    result = CliRunner().invoke(cli, ["doctor", "--only", "netem,veth", "--only", "trafgen"])
     assert result.exit_code == 0, result.output
     out = result.output
     assert "Kernel features" in out and "Tools" in out
-    assert "✔ │ veth" in out and "✘ │ netem" in out and "✘ │ wrk" in out
-    assert "CONFIG_NET_SCH_NETEM" in out and "apt-get install -y wrk" in out
+    assert "✔ │ veth" in out and "✘ │ netem" in out and "✘ │ trafgen" in out
+    assert "CONFIG_NET_SCH_NETEM" in out and "apt-get install -y netsniff-ng" in out
     assert "htb" not in out  # --only limits the tables
     assert "cannot: netem missing → delay/loss emulation unavailable" in out
     assert out.rstrip().splitlines()[-1].startswith("core OK")

@@ -84,7 +84,7 @@ def test_missing_program_names_the_package_and_creates_nothing(tmp_path: Path) -
     done = netrig_cli("up", str(path), env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert "apt-get install -y pen" in done.stderr
-    assert "apt-get install -y nginx-light" in done.stderr
+    assert "apt-get install -y nginx" in done.stderr
     assert re.search(r"lab\.yaml:4:\d+: service pen needs pen", done.stderr)
     assert not [ns for ns in netns.list_names() if ns.startswith(name + "-")]
 
