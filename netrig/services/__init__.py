@@ -212,13 +212,22 @@ def _wait_ready(lab: Lab, started: list[tuple[str, str]]) -> None:
 
 
 def exited(lab: Lab) -> list[tuple[str, str]]:
-    """(node, kind) of the lab's services whose daemon is no longer running."""
+    """(node, kind) of the lab's services that crashed: recorded, and not running. One
+    stopped on purpose (`netrig node LAB NODE stop`, a fault timeline) has no record left,
+    so it is neither reported nor started again behind the user's back."""
+    from netrig.lab.ledger import process_alive
     from netrig.routing import _daemons
 
     out = []
     for node in sorted({node for node, _svc in planned(lab)}):
-        alive = _daemons.running(lab, node)
-        out += [(node, s.kind) for s in lab.plan.node(node).services if s.kind not in alive]
+        kinds = {s.kind for s in lab.plan.node(node).services}
+        records: dict[str, bool] = {}
+        for o in _daemons.processes(lab, node):
+            kind = _daemons.daemon_name(lab, o)
+            if kind in kinds:
+                alive = bool(o.pid) and process_alive(o.pid, o.starttime)
+                records[kind] = records.get(kind, False) or alive
+        out += [(node, kind) for kind, alive in sorted(records.items()) if not alive]
     return out
 
 
@@ -254,14 +263,19 @@ def restart(lab: Lab, node: str) -> list[str]:
     kinds = {s.kind for s in lab.plan.node(node).services}
     ours = [o for o in _daemons.processes(lab, node) if _daemons.daemon_name(lab, o) in kinds]
     if not ours:
-        return []
+        return []  # none, or stopped on purpose: left as they are
     end_processes(
         {o.pid: o.starttime for o in ours if o.pid and process_alive(o.pid, o.starttime)},
         _daemons.STOP_GRACE,
     )
     for o in ours:  # a routing daemon of the node keeps running
         lab.ledger.forget_object(o.id)
-    return revive(lab)
+    kinds_run = sorted({_daemons.daemon_name(lab, o) for o in ours})
+    argvs = _daemons.recorded(lab, node)
+    for kind in kinds_run:
+        _daemons.start(lab, node, kind, argvs[kind])
+    _wait_ready(lab, [(node, kind) for kind in kinds_run])
+    return [f"{node}/{kind}" for kind in kinds_run] + revive(lab)
 
 
 def exit_report(lab: Lab, lines: int = 10) -> str:

@@ -273,7 +273,7 @@ def test_examples_validate(path: str) -> None:
     exp = load_experiment(path)
     assert exp.points and all(p.steps for p in exp.points)
     kinds = {s.kind for s in exp.points[0].steps}
-    assert "iperf3" in exp.tools() or kinds & {"command", "stage_latency", "pps"}
+    assert "iperf3" in exp.tools() or kinds & {"command", "stage_latency", "pps", "wrk", "ab"}
     assert all(package for package in exp.tools().values())  # each names its Debian package
 
 

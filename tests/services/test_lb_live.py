@@ -147,6 +147,12 @@ def test_killed_balancer_fails_its_run_and_is_started_again(
     notes = {t.name: t.text for t in result if isinstance(t, Text)}
     assert "lb/haproxy" in notes["restarted"]
     assert _daemons.running(lab, "lb")["haproxy"] not in (pid, again_pid)
+    # stopped on purpose (`netrig node LAB lb stop`): runs fail, nothing starts it behind
+    # the user's back
+    assert _daemons.stop(lab, "lb") == ["lb/haproxy"]
+    with pytest.raises(MeasurementFailed, match="refused"):
+        plugin.run(lab, opts, plugin.timeout(opts))
+    assert "haproxy" not in _daemons.running(lab, "lb")
 
 
 def test_refused_or_silent_server_fails_with_the_reason(lb_lab: Lab) -> None:
