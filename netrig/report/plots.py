@@ -513,11 +513,16 @@ def _event_lines(ax: Any, data: StoredExperiment, req: PlotRequest) -> None:
 
 
 def _across_runs(runs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Min, median and max across runs at each interval start shared by two or more runs."""
+    """Min, median and max across runs at each interval start. Runs with a timeline of
+    events have their intervals shifted by when each tool started (a few ms apart), so starts
+    are put on a common grid of the interval width first."""
+    gaps = [float(d) for s in runs for d in np.diff(s.t) if d > 0]
+    width = float(np.median(gaps)) if gaps else 0.0
     by_t: dict[float, list[float]] = {}
     for s in runs:
         for t, v in zip(s.t, s.values, strict=True):
-            by_t.setdefault(round(float(t), 6), []).append(float(v))
+            key = round(float(t) / width) * width if width else float(t)
+            by_t.setdefault(round(key, 6), []).append(float(v))
     ts = sorted(by_t)
     t = np.array(ts)
     low = np.array([min(by_t[k]) for k in ts])

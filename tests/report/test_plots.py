@@ -269,3 +269,22 @@ def test_timeseries_marks_the_events_of_runs_with_a_timeline(tmp_path: Path) -> 
     (line,) = [x for x in ax.lines if x.get_gid() == "event:link n3-n4 down @ 2s"]
     assert list(line.get_xdata()) == [2.02, 2.02]  # the median of when it happened
     assert [t.get_text() for t in ax.texts] == ["link n3-n4 down"]
+
+
+def test_median_of_runs_whose_intervals_start_a_few_ms_apart(tmp_path: Path) -> None:
+    """With events, each run's intervals are shifted by when its tool started: the median is
+    still one point per interval, not a zigzag between runs."""
+    path = tmp_path / "shift.db"
+    with ResultStore(path) as store:
+        eid = store.begin_experiment("shift", "name: shift\n", {})
+        for rep, shift in enumerate([0.003, 0.011, 0.007]):
+            flow = [
+                Sample("throughput", 1e9 * (rep + 1), "bit/s", i * 0.1 + shift) for i in range(20)
+            ]
+            store.record_run(eid, {}, rep, "ok", {"iperf3": flow})
+        store.finish_experiment(eid, "ok")
+        data = load(store, "shift")
+    ax = figure(data, PlotRequest(kind="timeseries", y="throughput", median=True)).axes[0]
+    (line,) = [x for x in ax.lines if (x.get_gid() or "").startswith("series:")]
+    assert len(line.get_xdata()) == 20
+    assert set(np.round(line.get_ydata(), 6)) == {2.0}  # the middle run, in Gbit/s
