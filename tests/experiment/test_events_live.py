@@ -94,8 +94,10 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
         (run,) = store.runs(store.experiments()[0].id)
         whole = summary(store, run.id, "events")[None]
     assert whole["recovered"] == 1, whole
-    assert 0 < whole["outage"] < 4.0, whole  # babel reroutes; the other way round is 4 hops
-    assert whole["packets_lost"] >= 1
+    # babel reroutes the other way round (4 hops), often before a 10 ms probe notices:
+    # 0 is a measured value here, bounded by the protocol's expected time
+    assert 0 <= whole["outage"] < 4.0, whole
+    assert whole["packets_lost"] == round(whole["outage"] / 0.01), whole
     assert namespaces_of(lab_name) == []
 
 
