@@ -15,12 +15,12 @@ Adding an engine means adding one module here whose class is decorated with @reg
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import shutil
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from netrig.registry import Registry
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -85,22 +85,10 @@ class Engine:
         raise NotImplementedError
 
 
-ENGINES: dict[str, type[Engine]] = {}
-_imported: list[bool] = []
-
-
-def register(cls: type[Engine]) -> type[Engine]:
-    ENGINES[cls.name] = cls
-    return cls
-
-
-def load_plugins() -> dict[str, type[Engine]]:
-    if not _imported:
-        for info in pkgutil.iter_modules(__path__):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{__name__}.{info.name}")
-        _imported.append(True)
-    return ENGINES
+_plugins: Registry[Engine] = Registry("firewall engine", __name__)
+ENGINES = _plugins.classes
+register = _plugins.register
+load_plugins = _plugins.load
 
 
 def engine_names() -> list[str]:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
 import os
-import pkgutil
 import shutil
 import signal
 import subprocess
@@ -34,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.registry import Registry
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.spec.models import Seconds
 
@@ -98,37 +97,15 @@ class Measurement:
         raise NotImplementedError
 
 
-MEASUREMENTS: dict[str, type[Measurement]] = {}
-_imported: list[bool] = []  # set once every plugin module was imported
-
-
-def register(cls: type[Measurement]) -> type[Measurement]:
-    MEASUREMENTS[cls.name] = cls
-    return cls
-
-
-def load_plugins() -> dict[str, type[Measurement]]:
-    """Import every plugin module of this package once, so each registers itself.
-
-    A flag, not an empty registry, says whether that happened: importing one plugin module
-    directly must not hide the others.
-    """
-    if not _imported:
-        for info in pkgutil.iter_modules(__path__):
-            if not info.name.startswith("parse_"):
-                importlib.import_module(f"{__name__}.{info.name}")
-        _imported.append(True)
-    return MEASUREMENTS
+_plugins: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
+MEASUREMENTS = _plugins.classes
+register = _plugins.register
+load_plugins = _plugins.load
 
 
 def get(name: str) -> Measurement:
     """A plugin by name; KeyError (with a suggestion) for an unknown one."""
-    plugins = load_plugins()
-    if name not in plugins:
-        close = difflib.get_close_matches(name, list(plugins), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise KeyError(f"unknown measurement {name!r}{hint}; known: {', '.join(sorted(plugins))}")
-    return plugins[name]()
+    return _plugins.lookup(name)()
 
 
 def missing_tools(tools: dict[str, str]) -> dict[str, str]:

@@ -8,11 +8,11 @@ Adding a protocol means adding one module here that decorates its class with @re
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
+
+from netrig.registry import Registry
 
 if TYPE_CHECKING:
     from netrig.lab.lab import Lab
@@ -68,20 +68,10 @@ class RoutingProtocol:
         return ""
 
 
-PROTOCOLS: dict[str, type[RoutingProtocol]] = {}
-
-
-def register(cls: type[RoutingProtocol]) -> type[RoutingProtocol]:
-    PROTOCOLS[cls.name] = cls
-    return cls
-
-
-def load_plugins() -> dict[str, type[RoutingProtocol]]:
-    """Import every module of this package, so each registers its protocol (modules already
-    imported, e.g. one a test imported directly, cost a dictionary lookup)."""
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-    return PROTOCOLS
+_plugins: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
+PROTOCOLS = _plugins.classes
+register = _plugins.register
+load_plugins = _plugins.load
 
 
 def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:

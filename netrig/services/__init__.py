@@ -19,9 +19,7 @@ Adding a service means adding one module here whose class is decorated with @reg
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
-import pkgutil
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Network, ip_interface
@@ -30,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.lab.build import LabError
+from netrig.registry import Registry
 from netrig.spec.models import NodeName
 
 if TYPE_CHECKING:
@@ -93,28 +92,14 @@ class Service:
         return options.port in listening_ports(pid)
 
 
-SERVICES: dict[str, type[Service]] = {}
-
-
-def register(cls: type[Service]) -> type[Service]:
-    SERVICES[cls.name] = cls
-    return cls
-
-
-def load_plugins() -> dict[str, type[Service]]:
-    """Import every module of this package, so each registers its service."""
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-    return SERVICES
+_plugins: Registry[Service] = Registry("service", __name__)
+SERVICES = _plugins.classes
+register = _plugins.register
+load_plugins = _plugins.load
 
 
 def get(name: str) -> Service:
-    plugins = load_plugins()
-    if name not in plugins:
-        close = difflib.get_close_matches(name, list(plugins), n=1, cutoff=0.6)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise KeyError(f"unknown service {name!r}{hint}; known: {', '.join(sorted(plugins))}")
-    return plugins[name]()
+    return _plugins.lookup(name)()
 
 
 # ------------------------------------------------------------------ helpers for plugins

@@ -1,0 +1,55 @@
+"""One registry for every kind of plugin (measurements, routing protocols, firewall engines,
+services): each is a small class in a module of its own package, decorated with the
+registry's `register`, and found by name.
+
+    _plugins = Registry[Measurement]("measurement", "netrig.measure", skip=("parse_",))
+    register = _plugins.register                # @register on each plugin class
+    _plugins.load()                             # {name: class}, every module imported once
+    _plugins.lookup("iperf") → KeyError("unknown measurement 'iperf' (did you mean 'iperf3'?) …")
+
+Adding a plugin is adding one module to the package: nothing else lists them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, package: str, skip: tuple[str, ...] = ("_",)) -> None:
+        self.kind = kind
+        self.package = package
+        self.skip = skip  # module name prefixes that hold no plugin (helpers, parsers)
+        self.classes: dict[str, type[T]] = {}
+        self._loaded = False
+
+    def register(self, cls: type[T]) -> type[T]:
+        self.classes[cls.name] = cls  # type: ignore[attr-defined]
+        return cls
+
+    def load(self) -> dict[str, type[T]]:
+        """Import every plugin module of the package once, so each registers itself. A flag,
+        not an empty registry, says whether that happened: importing one plugin module
+        directly must not hide the others."""
+        if not self._loaded:
+            path: Any = importlib.import_module(self.package).__path__
+            for info in pkgutil.iter_modules(path):
+                if not info.name.startswith(self.skip):
+                    importlib.import_module(f"{self.package}.{info.name}")
+            self._loaded = True
+        return self.classes
+
+    def lookup(self, name: str) -> type[T]:
+        """The class registered under `name`; KeyError with a suggestion and the known names."""
+        plugins = self.load()
+        if name not in plugins:
+            close = difflib.get_close_matches(name, list(plugins), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(sorted(plugins))
+            raise KeyError(f"unknown {self.kind} {name!r}{hint}; known: {known}")
+        return plugins[name]
