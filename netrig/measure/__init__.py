@@ -228,7 +228,13 @@ def end_process(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
 
 def end_group(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
     """End a process started with start_new_session and everything in its process group
-    (a shell and the tool it runs), by the group id, which is the PID we started."""
+    (a shell and the tool it runs), by the group id, which is the PID we started.
+
+    Once the leader is reaped its PID stays reserved while members of its group live; if a
+    process with that PID exists again, the group is gone and the number belongs to someone
+    else (a daemon that made itself a session leader, say): it is left alone."""
+    if proc.poll() is not None and os.path.exists(f"/proc/{proc.pid}"):
+        return
     if proc.poll() is None or _group_alive(proc.pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
