@@ -37,6 +37,14 @@ from dataclasses import dataclass
 from netrig.results.sample import Sample
 
 HALF = 0.5  # below this share of the throughput before the events an interval is disrupted
+HEADLINE = (  # what the summary table and the report show by default
+    "outage",
+    "packets_lost",
+    "reconvergence",
+    "throughput_before",
+    "throughput_during",
+    "throughput_after",
+)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,12 @@ class SummaryRow:
 
 
 def headline_metrics(measurement: str) -> tuple[str, ...] | None:
-    """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …)."""
+    """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …);
+    for `events`, what the timeline did (not when each event happened)."""
+    if measurement == "events":
+        from netrig.experiment.disruption import HEADLINE
+
+        return HEADLINE
     plugins = measure.load_plugins()
     base = measurement if measurement in plugins else measurement.rsplit("-", 1)[0]
     cls = plugins.get(base)

@@ -117,3 +117,11 @@ def test_several_probe_streams_are_told_apart_and_the_worst_is_the_summary() -> 
 
 def test_no_event_applied_derives_nothing() -> None:
     assert derive([], probes([(1.0, 2.0)])) == []
+
+
+def test_the_summary_shows_what_the_events_did_not_when_they_happened() -> None:
+    from netrig.experiment.summary import headline_metrics
+
+    shown = headline_metrics("events")
+    assert shown is not None and "outage" in shown and "throughput_after" in shown
+    assert "event_at" not in shown and "recovered" not in shown
