@@ -163,9 +163,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="6-node ring only")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--topologies", default=None, help="ring6, ring16, grid50")
-    ap.add_argument("--quiet", type=float, default=20.0, help="settled: seconds without change")
-    ap.add_argument("--cap", type=float, default=150.0, help="settled: give up after (s)")
+    ap.add_argument("--quiet", type=float, default=None, help="settled: seconds without change")
+    ap.add_argument("--cap", type=float, default=None, help="settled: give up after (s)")
     args = ap.parse_args()
+    # a smoke run (CI) watches the settling briefly; the full run waits for real quiet
+    args.quiet = args.quiet if args.quiet is not None else (3.0 if args.quick else 20.0)
+    args.cap = args.cap if args.cap is not None else (15.0 if args.quick else 150.0)
     if os.geteuid() != 0:
         sys.exit("needs root (network namespaces)")
     topologies = (args.topologies or ("ring6" if args.quick else "ring16,grid50")).split(",")
