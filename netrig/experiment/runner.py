@@ -158,6 +158,28 @@ def run_step(lab: Lab, step: MeasureStep, own_ledger: bool = False) -> StepOutco
     return StepOutcome(samples, texts, measure.started_at(begun))
 
 
+def _paths(lab: Lab, steps: list[MeasureStep]) -> list[str]:
+    """The hops each measurement's traffic takes (per the kernels' FIBs), both ways: whether
+    a fault was on the path at all is what an outage of 0 needs to be read."""
+    from netrig.lab.trace import Tracer
+
+    pairs = []
+    for step in steps:
+        o = step.options
+        a = getattr(o, "src", None) or getattr(o, "client", None) or getattr(o, "sender", None)
+        b = getattr(o, "dst", None) or getattr(o, "server", None) or getattr(o, "receiver", None)
+        if isinstance(a, str) and isinstance(b, str) and (a, b) not in pairs:
+            pairs += [(a, b), (b, a)]
+    lines = []
+    try:
+        with Tracer(lab.plan) as tracer:
+            for a, b in pairs:
+                lines.append(f"{a} → {b}: {tracer.trace(a, lab.addr(b))}")
+    except Exception as exc:  # a trace is a note beside the run, never its failure
+        lines.append(f"trace failed: {exc}")
+    return lines
+
+
 def _timeline_text(timeline: faults.Timeline) -> str:
     lines = [
         f"{actual:8.3f} s  {event}" + (f"  FAILED: {error}" if error else "")
@@ -372,6 +394,7 @@ class _Session:
             return RunResult("failed", {}, {}, f"lab not ready for the events: {exc}")
         steps = point.steps
         done: dict[str, StepOutcome] = {}
+        paths = {"before the events": _paths(self.lab, steps)}
         with faults.during(self.lab, point.events) as timeline:
             threads = [
                 threading.Thread(
@@ -390,6 +413,7 @@ class _Session:
                 while thread.is_alive():  # short joins: a signal is handled at once
                     thread.join(0.2)
             timeline.cancel()
+            paths["when the measurements ended"] = _paths(self.lab, steps)
         result = RunResult("ok", {}, {})
         for step in steps:
             outcome = done[step.name]
@@ -406,7 +430,13 @@ class _Session:
         failed = [f"event {event} failed: {error}" for _, _, event, error in timeline.log if error]
         flat = [(name, s) for name, items in result.samples.items() for s in items]
         result.samples["events"] = disruption.derive(applied, flat)
-        result.outputs["events"] = {"timeline": _timeline_text(timeline)}
+        result.outputs["events"] = {
+            "timeline": _timeline_text(timeline),
+            "paths": "".join(
+                f"{when}:\n" + "".join(f"  {line}\n" for line in lines)
+                for when, lines in paths.items()
+            ),
+        }
         result.reasons += failed
         self._check_restored()
         return result.finish()

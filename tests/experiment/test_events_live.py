@@ -66,8 +66,11 @@ def test_static_link_down_and_up_under_load_gives_outage_and_restores_the_routes
             # probe times are on the timeline's clock: the first lost probe follows the cut
             lost = [s.t for m, s in store.samples(run.id) if m == "ping" and s.metric == "lost"]
             assert lost and 0.75 <= min(lost) <= 1.3, lost[:3]
-            (timeline,) = [t for step, name, t in store.outputs(run.id) if step == "events"]
+            texts = {name: t for step, name, t in store.outputs(run.id) if step == "events"}
+            timeline = texts["timeline"]
             assert "link n1-n2 down @ 0.8s" in timeline and "link n1-n2 up @ 1.8s" in timeline
+            # the path the traffic took, before and after: the cut link was on it
+            assert "n1 → n3: n1 (eth0) → n2 (eth1) → n3" in texts["paths"], texts["paths"]
 
 
 @requires_tool("babeld")
