@@ -22,13 +22,15 @@ continues the newest unfinished experiment of the same file (same hash) where it
 from __future__ import annotations
 
 import hashlib
+import heapq
+import itertools
 import os
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from netrig import measure
 from netrig.experiment import disruption
@@ -42,6 +44,8 @@ from netrig.results.hostfacts import collect_host_facts
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore, point_key
 from netrig.spec.experiment import Experiment, MeasureStep, SweepPoint
+
+STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
 
 
 class Reporter(Protocol):
@@ -158,18 +162,76 @@ def run_step(lab: Lab, step: MeasureStep, own_ledger: bool = False) -> StepOutco
     return StepOutcome(samples, texts, measure.started_at(begun))
 
 
-def _paths(lab: Lab, steps: list[MeasureStep]) -> list[str]:
-    """The hops each measurement's traffic takes (per the kernels' FIBs), both ways: whether
-    a fault was on the path at all is what an outage of 0 needs to be read."""
-    from netrig.lab.trace import Tracer
-
-    pairs = []
+def _pairs(steps: list[MeasureStep]) -> list[tuple[str, str]]:
+    """(source, target) of each measurement's traffic, both ways."""
+    pairs: list[tuple[str, str]] = []
     for step in steps:
         o = step.options
         a = getattr(o, "src", None) or getattr(o, "client", None) or getattr(o, "sender", None)
         b = getattr(o, "dst", None) or getattr(o, "server", None) or getattr(o, "receiver", None)
         if isinstance(a, str) and isinstance(b, str) and (a, b) not in pairs:
             pairs += [(a, b), (b, a)]
+    return pairs
+
+
+def _shortest_costs(plan: Any, source: str) -> dict[str, int]:
+    """Link-cost distances from one node over the lab's links (what a shortest-path routing
+    protocol settles on)."""
+    adj: dict[str, list[tuple[str, int]]] = {}
+    for link in plan.links:
+        adj.setdefault(link.a, []).append((link.b, link.cost))
+        adj.setdefault(link.b, []).append((link.a, link.cost))
+    best = {source: 0}
+    heap = [(0, source)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > best[u]:
+            continue
+        for v, w in adj.get(u, []):
+            if d + w < best.get(v, 1 << 60):
+                best[v] = d + w
+                heapq.heappush(heap, (d + w, v))
+    return best
+
+
+def _wait_shortest(lab: Lab, steps: list[MeasureStep], timeout: float) -> list[str]:
+    """Before a timeline: wait until the measured traffic takes shortest paths both ways.
+
+    After the previous run's faults a protocol is "converged" (everyone reaches everyone)
+    long before it is back on its shortest paths (OSPF re-forms an adjacency in ~40 s,
+    babeld's metric smoothing keeps a detour for tens of seconds), and a cut on a path the
+    traffic no longer takes measures nothing. Returns a note if the wait timed out."""
+    from netrig.lab.trace import Tracer
+
+    plan = lab.plan
+    if plan.protocol in ("none", "bridge") or any(n.kind == "switch" for n in plan.nodes.values()):
+        return []
+    cost = {(link.a, link.b): link.cost for link in plan.links}
+    cost.update({(b, a): c for (a, b), c in list(cost.items())})
+    pairs = _pairs(steps)
+    want = {(a, b): _shortest_costs(plan, a).get(b) for a, b in pairs}
+    deadline = time.monotonic() + timeout
+    while True:
+        longer = []
+        with Tracer(plan) as tracer:
+            for a, b in pairs:
+                hops = tracer.trace(a, lab.addr(b)).nodes()
+                got = sum(cost.get(h, 0) for h in itertools.pairwise(hops))
+                if hops[-1:] != [b] or got != want[(a, b)]:
+                    longer.append(f"{a} → {b}")
+        if not longer:
+            return []
+        if time.monotonic() > deadline:
+            return [f"(not on a shortest path after {timeout:g} s: {', '.join(longer)})"]
+        time.sleep(0.5)
+
+
+def _paths(lab: Lab, steps: list[MeasureStep]) -> list[str]:
+    """The hops each measurement's traffic takes (per the kernels' FIBs), both ways: whether
+    a fault was on the path at all is what an outage of 0 needs to be read."""
+    from netrig.lab.trace import Tracer
+
+    pairs = _pairs(steps)
     lines = []
     try:
         with Tracer(lab.plan) as tracer:
@@ -394,7 +456,8 @@ class _Session:
             return RunResult("failed", {}, {}, f"lab not ready for the events: {exc}")
         steps = point.steps
         done: dict[str, StepOutcome] = {}
-        paths = {"before the events": _paths(self.lab, steps)}
+        detour = _wait_shortest(self.lab, steps, STEADY_TIMEOUT)
+        paths = {"before the events": _paths(self.lab, steps) + detour}
         with faults.during(self.lab, point.events) as timeline:
             threads = [
                 threading.Thread(
