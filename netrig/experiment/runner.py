@@ -14,15 +14,15 @@ at the first failed run (a sweep for a limit: the longest chain that still works
 
 With `events:` the measurements of a run start together while a timeline applies the faults;
 their interval samples are put on the timeline's clock, the lab is restored afterwards, and
-`netrig.experiment.disruption` derives outage, reconvergence and throughput before/during/after. Ctrl-C or SIGTERM stops the current run,
-stores it as `interrupted`, tears the lab down and keeps every finished run; `resume=True`
-continues the newest unfinished experiment of the same file (same hash) where it stopped.
+`netrig.experiment.disruption` derives outage, reconvergence and throughput
+before/during/after. Ctrl-C or SIGTERM stops the current run, stores it as `interrupted`,
+tears the lab down and keeps every finished run; `resume=True` continues the newest
+unfinished experiment of the same file (same hash) where it stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import itertools
 import os
 import threading
@@ -174,71 +174,59 @@ def _pairs(steps: list[MeasureStep]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _shortest_costs(plan: Any, source: str) -> dict[str, int]:
-    """Link-cost distances from one node over the lab's links (what a shortest-path routing
-    protocol settles on)."""
-    adj: dict[str, list[tuple[str, int]]] = {}
-    for link in plan.links:
-        adj.setdefault(link.a, []).append((link.b, link.cost))
-        adj.setdefault(link.b, []).append((link.a, link.cost))
-    best = {source: 0}
-    heap = [(0, source)]
-    while heap:
-        d, u = heapq.heappop(heap)
-        if d > best[u]:
-            continue
-        for v, w in adj.get(u, []):
-            if d + w < best.get(v, 1 << 60):
-                best[v] = d + w
-                heapq.heappush(heap, (d + w, v))
-    return best
+def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """Link-cost distance of each (source, target): what a shortest-path protocol settles on."""
+    from netrig.plan.routes import distances
+
+    index = {name: i for i, name in enumerate(plan.nodes)}
+    rows = [index[link.a] for link in plan.links]
+    cols = [index[link.b] for link in plan.links]
+    dist = distances(len(index), len(index), rows, cols, [link.cost for link in plan.links])
+    return {(a, b): float(dist[index[a], index[b]]) for a, b in pairs}
 
 
-def _wait_shortest(lab: Lab, steps: list[MeasureStep], timeout: float) -> list[str]:
-    """Before a timeline: wait until the measured traffic takes shortest paths both ways.
-
-    After the previous run's faults a protocol is "converged" (everyone reaches everyone)
-    long before it is back on its shortest paths (OSPF re-forms an adjacency in ~40 s,
-    babeld's metric smoothing keeps a detour for tens of seconds), and a cut on a path the
-    traffic no longer takes measures nothing. Returns a note if the wait timed out."""
+def _trace(lab: Lab, pairs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
+    """(source, target, path) of each pair, per the kernels' FIBs."""
     from netrig.lab.trace import Tracer
 
+    with Tracer(lab.plan) as tracer:
+        return [(a, b, tracer.trace(a, lab.addr(b))) for a, b in pairs]
+
+
+def _paths(lab: Lab, steps: list[MeasureStep], timeout: float = 0.0) -> list[str]:
+    """The hops each measurement's traffic takes, both ways: whether a fault was on the path
+    at all is what an outage of 0 needs to be read.
+
+    With a `timeout` (before a timeline), first wait until that traffic takes shortest
+    paths: after the previous run's faults a protocol is "converged" (everyone reaches
+    everyone) long before it is back on its shortest paths (OSPF re-forms an adjacency in
+    ~40 s, babeld's metric smoothing keeps a detour for tens of seconds), and a cut on a path
+    the traffic no longer takes measures nothing. A note says so if the wait timed out."""
     plan = lab.plan
-    if plan.protocol in ("none", "bridge") or any(n.kind == "switch" for n in plan.nodes.values()):
-        return []
+    pairs = _pairs(steps)
+    switched = any(n.kind == "switch" for n in plan.nodes.values())
+    routed = plan.protocol not in ("none", "bridge") and not switched
+    want = _shortest_costs(plan, pairs) if timeout > 0 and routed else {}
     cost = {(link.a, link.b): link.cost for link in plan.links}
     cost.update({(b, a): c for (a, b), c in list(cost.items())})
-    pairs = _pairs(steps)
-    want = {(a, b): _shortest_costs(plan, a).get(b) for a, b in pairs}
+
+    def detour(a: str, b: str, hops: list[str]) -> bool:
+        got = sum(cost.get(h, 0) for h in itertools.pairwise(hops))
+        return hops[-1:] != [b] or got != want[a, b]
+
     deadline = time.monotonic() + timeout
-    while True:
-        longer = []
-        with Tracer(plan) as tracer:
-            for a, b in pairs:
-                hops = tracer.trace(a, lab.addr(b)).nodes()
-                got = sum(cost.get(h, 0) for h in itertools.pairwise(hops))
-                if hops[-1:] != [b] or got != want[(a, b)]:
-                    longer.append(f"{a} → {b}")
-        if not longer:
-            return []
-        if time.monotonic() > deadline:
-            return [f"(not on a shortest path after {timeout:g} s: {', '.join(longer)})"]
-        time.sleep(0.5)
-
-
-def _paths(lab: Lab, steps: list[MeasureStep]) -> list[str]:
-    """The hops each measurement's traffic takes (per the kernels' FIBs), both ways: whether
-    a fault was on the path at all is what an outage of 0 needs to be read."""
-    from netrig.lab.trace import Tracer
-
-    pairs = _pairs(steps)
-    lines = []
     try:
-        with Tracer(lab.plan) as tracer:
-            for a, b in pairs:
-                lines.append(f"{a} → {b}: {tracer.trace(a, lab.addr(b))}")
+        while True:
+            traced = _trace(lab, pairs)
+            longer = [f"{a} → {b}" for a, b, path in traced if want and detour(a, b, path.nodes())]
+            if not longer or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     except Exception as exc:  # a trace is a note beside the run, never its failure
-        lines.append(f"trace failed: {exc}")
+        return [f"trace failed: {exc}"]
+    lines = [f"{a} → {b}: {path}" for a, b, path in traced]
+    if longer:
+        lines.append(f"(not on a shortest path after {timeout:g} s: {', '.join(longer)})")
     return lines
 
 
@@ -456,8 +444,7 @@ class _Session:
             return RunResult("failed", {}, {}, f"lab not ready for the events: {exc}")
         steps = point.steps
         done: dict[str, StepOutcome] = {}
-        detour = _wait_shortest(self.lab, steps, STEADY_TIMEOUT)
-        paths = {"before the events": _paths(self.lab, steps) + detour}
+        paths = {"before the events": _paths(self.lab, steps, STEADY_TIMEOUT)}
         with faults.during(self.lab, point.events) as timeline:
             threads = [
                 threading.Thread(

@@ -65,10 +65,10 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
         requests = [nlwire.set_link(iface.index, up=up, what=f"{ifname} of {node}")]
         if up:
             requests += _restore_requests(lab.plan, node, iface.index)
-        _send(lab, node, requests)
+        send(lab, node, requests)
     if up:  # only now: a route's nexthop is reachable once both ends are up again
         for node, ifname in ends:
-            _send(lab, node, route_requests(lab.plan.node(node)) + _saved_routes(lab, node, ifname))
+            send(lab, node, route_requests(lab.plan.node(node)) + _saved_routes(lab, node, ifname))
     return link
 
 
@@ -82,33 +82,24 @@ def _save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
 
     def work() -> list[str]:
         with nlwire.RtnlSocket() as sock:
-            body = struct.pack("=BBBBBBBBI", 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            replies = sock.request(nlwire.RTM_GETROUTE, nlwire.NLM_F_DUMP, body)
+            payloads = nlwire.dump_routes(sock)
         kept = []
-        for _type, payload in replies:
-            proto, rtype = payload[5], payload[7]
-            attrs = nlwire.parse_attrs(payload, 12)
-            oif = attrs.get(nlwire.RTA_OIF)
-            if rtype == 1 and proto != 2 and oif and struct.unpack("=I", oif)[0] == index:
-                kept.append(_route_body(payload, attrs).hex())  # unicast, not connected
+        for payload in payloads:
+            header = nlwire.route_header(payload)
+            proto, rtype = header[5], header[7]
+            oif = nlwire.route_attrs(payload).get(nlwire.RTA_OIF)
+            if (
+                rtype == nlwire.RTN_UNICAST
+                and proto != nlwire.RTPROT_KERNEL
+                and oif
+                and struct.unpack("=I", oif)[0] == index
+            ):
+                kept.append(payload.hex())
         return kept
 
     routes = netns.in_netns(lab.ns(node), work)
     with open(_routes_file(lab, node, ifname), "w") as fh:
         json.dump(routes, fh)
-
-
-_ROUTE_ATTRS = (1, 4, 5, 6, 7, 15)  # RTA_DST, OIF, GATEWAY, PRIORITY, PREFSRC, TABLE
-
-
-def _route_body(payload: bytes, attrs: dict[int, bytes]) -> bytes:
-    """A dumped route as a request body: its header without the dump's flags, and only the
-    attributes that say what the route is (a dump also carries cache info and the like)."""
-    family, dst_len, src_len, tos, table, proto, scope, rtype, _flags = struct.unpack_from(
-        "=BBBBBBBBI", payload
-    )
-    head = struct.pack("=BBBBBBBBI", family, dst_len, src_len, tos, table, proto, scope, rtype, 0)
-    return head + b"".join(nlwire.attr(k, attrs[k]) for k in _ROUTE_ATTRS if k in attrs)
 
 
 def _saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
@@ -120,11 +111,7 @@ def _saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
     except FileNotFoundError:
         return []
     os.unlink(path)
-    flags = nlwire.NLM_F_CREATE | nlwire.NLM_F_EXCL
-    return [
-        nlwire.Request(nlwire.RTM_NEWROUTE, flags, bytes.fromhex(p), f"route back via {ifname}")
-        for p in payloads
-    ]
+    return [nlwire.new_route_like(bytes.fromhex(p), f"route back via {ifname}") for p in payloads]
 
 
 def _restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Request]:
@@ -144,12 +131,19 @@ def _restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Reque
     return out
 
 
-def _send(lab: Lab, node: str, requests: list[nlwire.Request]) -> None:
+def send(
+    lab: Lab, node: str, requests: list[nlwire.Request], ignore: tuple[int, ...] = (errno.EEXIST,)
+) -> None:
+    """One netlink batch in a node of a running lab; LabError for an error not in `ignore`
+    (EEXIST by default: putting back what is there already is fine)."""
+    if not requests:
+        return
+
     def work() -> list[nlwire.NetlinkError]:
         with nlwire.RtnlSocket() as sock:
             return sock.send_batch(requests)
 
-    errors = [e for e in netns.in_netns(lab.ns(node), work) if e.code != errno.EEXIST]
+    errors = [e for e in netns.in_netns(lab.ns(node), work) if e.code not in ignore]
     if errors:
         raise LabError(f"in {lab.ns(node)}: {errors[0]}")
 

@@ -114,7 +114,7 @@ class Lab:
     def _start_routing(self, say: Progress) -> None:
         """Start the protocol's daemons (if any) and wait until it says it has converged."""
         proto = self.protocol
-        if type(proto).start is RoutingProtocol.start:
+        if not proto.runs_daemons():
             return
         say(f"starting {proto.name}")
         start = time.perf_counter()
@@ -129,7 +129,7 @@ class Lab:
         static routing); LabError naming a crashed daemon or the routes still missing.
         Returns the seconds waited."""
         proto = self.protocol
-        if type(proto).start is RoutingProtocol.start:
+        if not proto.runs_daemons():
             return 0.0
         start = time.monotonic()
         timeout = max(self.plan.check_timeout, proto.convergence_timeout)
@@ -151,24 +151,22 @@ class Lab:
     def _wait_usable(self, check_reachability: bool, say: Progress) -> None:
         start = time.perf_counter()
         timeout = self.plan.check_timeout
-        if any(n.bridge and n.bridge.stp for n in self.plan.nodes.values()):
-            say("waiting for spanning tree to settle")
-            settling = check.wait_bridges(self.plan, max(timeout, 10.0))
-            if settling:
-                raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
-        if any(n.ovs and n.ovs.stp for n in self.plan.nodes.values()):
+        nodes = self.plan.nodes.values()
+        ovs_nodes = any(n.ovs for n in nodes)
+        if ovs_nodes:
             from netrig.switch import ovs
-
+        settling: list[str] = []
+        if any(n.bridge and n.bridge.stp for n in nodes):
+            say("waiting for spanning tree to settle")
+            settling += check.wait_bridges(self.plan, max(timeout, 10.0))
+        if any(n.ovs and n.ovs.stp for n in nodes):
             say("waiting for Open vSwitch spanning tree to settle")
-            settling = ovs.wait_stp(self, max(timeout, 20.0))
-            if settling:
-                raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
+            settling += ovs.wait_stp(self, max(timeout, 20.0))
+        if settling:
+            raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
         if check_reachability and self.plan.reachability != "none":
-            if any(n.ovs for n in self.plan.nodes.values()):
-                from netrig.switch import ovs
-
-                if ovs.waits_for_fail_open(self.plan):
-                    timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
+            if ovs_nodes and ovs.waits_for_fail_open(self.plan):
+                timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
             pairs = check.check_pairs(self.plan, self.plan.reachability)
             say(f"checking reachability ({len(pairs)} pairs)")
             result = check.ping_pairs(self.plan, pairs, timeout)
@@ -246,7 +244,7 @@ class Lab:
             label = obj.name.removeprefix(f"{self.name}/")
             log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
             if obj.pid and os.path.exists(log) and not process_alive(obj.pid, obj.starttime):
-                failed.append((label, _tail(log, lines)))
+                failed.append((label, log_tail(log, lines)))
         return failed
 
     def exec(
@@ -270,7 +268,8 @@ class Lab:
         return all(netns.exists(n.ns) for n in self.plan.nodes.values())
 
 
-def _tail(path: str, lines: int) -> str:
+def log_tail(path: str, lines: int) -> str:
+    """The last lines of a daemon's log, for a crash report."""
     try:
         with open(path, errors="replace") as fh:
             return "".join(fh.readlines()[-lines:])

@@ -51,7 +51,8 @@ RTA_DST, RTA_SRC, RTA_IIF, RTA_OIF, RTA_GATEWAY = 1, 2, 3, 4, 5
 RTA_PREFSRC, RTA_MULTIPATH, RTA_TABLE = 7, 9, 15
 RTA_IP_PROTO, RTA_SPORT, RTA_DPORT = 27, 28, 29
 RT_TABLE_MAIN = 254
-RTPROT_STATIC = 4
+RTA_PRIORITY = 6
+RTPROT_KERNEL, RTPROT_STATIC = 2, 4  # kernel: the connected routes it adds for addresses
 RT_SCOPE_UNIVERSE = 0
 RTN_UNICAST, RTN_LOCAL = 1, 2
 SO_SNDBUFFORCE, SO_RCVBUFFORCE = 32, 33
@@ -253,6 +254,35 @@ def new_route(
             nested += _RTNH.pack(8 + len(gw_attr), 0, 0, oif) + gw_attr
         body += attr(RTA_MULTIPATH, nested)
     return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or f"route {dst}/{dst_len}")
+
+
+def dump_routes(sock: RtnlSocket) -> list[bytes]:
+    """Every route of every table of the socket's namespace, as rtmsg payloads."""
+    body = _RTMSG.pack(0, 0, 0, 0, 0, 0, 0, 0, 0)
+    return [payload for _type, payload in sock.request(RTM_GETROUTE, NLM_F_DUMP, body)]
+
+
+def route_header(payload: bytes) -> tuple[int, ...]:
+    """(family, dst_len, src_len, tos, table, protocol, scope, type, flags) of an rtmsg."""
+    return _RTMSG.unpack_from(payload)
+
+
+def route_attrs(payload: bytes) -> dict[int, bytes]:
+    """The attributes of an rtmsg payload (after its header)."""
+    return parse_attrs(payload, _RTMSG.size)
+
+
+_ROUTE_IDENTITY = (RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_PRIORITY, RTA_PREFSRC, RTA_TABLE)
+
+
+def new_route_like(payload: bytes, what: str = "") -> Request:
+    """A request that adds a dumped route again: its header without the dump's flags, and
+    only the attributes that say what the route is (a dump also carries cache info)."""
+    *head, _flags = route_header(payload)
+    attrs = route_attrs(payload)
+    body = _RTMSG.pack(*head, 0)
+    body += b"".join(attr(k, attrs[k]) for k in _ROUTE_IDENTITY if k in attrs)
+    return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or "route")
 
 
 def as_delete(request: Request) -> Request:

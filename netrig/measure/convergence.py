@@ -124,27 +124,22 @@ def _remove_routes(lab: Lab) -> None:
     from netrig.lab.build import route_requests
 
     for node in lab.plan.nodes.values():
-        deletes = [nlwire.as_delete(r) for r in route_requests(node)]
-        _send(lab, node.name, deletes, ignore=errno.ESRCH)
+        _send(lab, node.name, [nlwire.as_delete(r) for r in route_requests(node)], errno.ESRCH)
 
 
 def _install_routes(lab: Lab) -> None:
     from netrig.lab.build import route_requests
 
     for node in lab.plan.nodes.values():
-        _send(lab, node.name, route_requests(node), ignore=errno.EEXIST)
+        _send(lab, node.name, route_requests(node), errno.EEXIST)
 
 
 def _send(lab: Lab, node: str, requests: list[Any], ignore: int) -> None:
-    from netrig.lab import netns, nlwire
+    """faults.send, whose LabError is this measurement's failure."""
+    from netrig.lab import faults
+    from netrig.lab.build import LabError
 
-    if not requests:
-        return
-
-    def work() -> list[nlwire.NetlinkError]:
-        with nlwire.RtnlSocket() as sock:
-            return sock.send_batch(requests)
-
-    errors = [e for e in netns.in_netns(lab.ns(node), work) if e.code != ignore]
-    if errors:
-        raise MeasurementFailed(f"routes of {node}: {errors[0]}")
+    try:
+        faults.send(lab, node, requests, ignore=(ignore,))
+    except LabError as exc:
+        raise MeasurementFailed(f"routes of {node}: {exc}") from None

@@ -53,6 +53,11 @@ class RoutingProtocol:
         """Kernel routes per node, computed without root (static protocols)."""
         return {}
 
+    @classmethod
+    def runs_daemons(cls) -> bool:
+        """True for a protocol whose start() runs something (static routes are in at build)."""
+        return cls.start is not RoutingProtocol.start
+
     def start(self, lab: Lab) -> None:
         """Start daemons once links and addresses exist."""
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError
@@ -41,10 +41,10 @@ if TYPE_CHECKING:
 
 DAEMONS_FILE = "daemons.json"
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (bird and batmand clean up routes)
-RTM_GETROUTE = 26
-RTN_UNICAST = 1
-RTPROT_KERNEL = 2  # connected routes the kernel adds for addresses: not the protocol's
-RTA_DST, RTA_OIF, RTA_GATEWAY, RTA_MULTIPATH, RTA_TABLE = 1, 4, 5, 9, 15
+RTN_UNICAST = nlwire.RTN_UNICAST
+RTPROT_KERNEL = nlwire.RTPROT_KERNEL  # connected routes the kernel adds: not the protocol's
+RTA_DST, RTA_OIF, RTA_GATEWAY = nlwire.RTA_DST, nlwire.RTA_OIF, nlwire.RTA_GATEWAY
+RTA_MULTIPATH, RTA_TABLE = nlwire.RTA_MULTIPATH, nlwire.RTA_TABLE
 
 
 # ------------------------------------------------------------------ daemons
@@ -117,11 +117,15 @@ def running(lab: Lab, node: str) -> dict[str, int]:
     }
 
 
-def stop(lab: Lab, node: str | None = None, reason: str = "stopped") -> list[str]:
-    """End the daemons of the lab (or of one node) gently, all at once, and drop their
-    records (dead ones too: stopped on purpose is not crashed); returns `node/name` of
-    those that were running."""
+def stop(
+    lab: Lab, node: str | None = None, reason: str = "stopped", names: set[str] | None = None
+) -> list[str]:
+    """End the daemons of the lab (or of one node; or only those called one of `names`)
+    gently, all at once, and drop their records (dead ones too: stopped on purpose is not
+    crashed); returns `node/name` of those that were running."""
     objs = processes(lab, node)
+    if names is not None:
+        objs = [o for o in objs if daemon_name(lab, o) in names]
     victims = {o.pid: o.starttime for o in objs if o.pid and process_alive(o.pid, o.starttime)}
     end_processes(victims, STOP_GRACE)
     labels = []
@@ -160,21 +164,18 @@ def dump_routes(lab: Lab, nodes: list[str]) -> dict[str, list[Route]]:
         out: dict[str, list[Route]] = {}
         for node in nodes:
             with netns.entered(lab.ns(node)), nlwire.RtnlSocket() as sock:
-                body = struct.pack("=BBBBBBBBI", 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                replies = sock.request(RTM_GETROUTE, nlwire.NLM_F_DUMP, body)
-            out[node] = [r for _t, payload in replies if (r := _route(payload))]
+                payloads = nlwire.dump_routes(sock)
+            out[node] = [r for payload in payloads if (r := _route(payload))]
         return out
 
     return netns.run_in_thread(work)
 
 
 def _route(payload: bytes) -> Route | None:
-    family, plen, _src, _tos, table, proto, _scope, rtype, _flags = struct.unpack_from(
-        "=BBBBBBBBI", payload
-    )
+    family, plen, _src, _tos, table, proto, _scope, rtype, _flags = nlwire.route_header(payload)
     if rtype != RTN_UNICAST or family not in (socket.AF_INET, socket.AF_INET6):
         return None
-    attrs = nlwire.parse_attrs(payload, 12)
+    attrs = nlwire.route_attrs(payload)
     if RTA_TABLE in attrs:
         table = struct.unpack("=I", attrs[RTA_TABLE])[0]
     dst = int.from_bytes(attrs[RTA_DST], "big") if RTA_DST in attrs else 0
@@ -257,6 +258,19 @@ class Reachability:
         shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in self.last[:limit])
         more = f" and {len(self.last) - limit} more" if len(self.last) > limit else ""
         return f"no route for {shown}{more}"
+
+
+class DaemonOptions(BaseModel):
+    """Options every daemon-run protocol takes beside its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    settle: float = Field(
+        0.0,
+        ge=0,
+        le=600,
+        description="once every node has a route to every other, `up` also waits until no "
+        "route changed for this many seconds (routes may still move to shorter paths)",
+    )
 
 
 class DaemonProtocol(RoutingProtocol):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from netrig.routing import _daemons, register
 
@@ -23,8 +23,7 @@ RTPROT_BABEL = 42
 WIRED_RXCOST = 96  # babeld's default receive cost of a wired interface
 
 
-class BabelOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BabelOptions(_daemons.DaemonOptions):
     hello_interval: float = Field(
         4.0, gt=0, le=600, description="seconds between hellos (babeld's default: 4)"
     )
@@ -43,13 +42,6 @@ class BabelOptions(BaseModel):
         "0 switches at once: a restored link is used again in seconds, not ~30 s)",
     )
     debug: int = Field(0, ge=0, le=3, description="babeld -d: 1 dumps the routing table")
-    settle: float = Field(
-        0.0,
-        ge=0,
-        le=600,
-        description="once every node has a route to every other, `up` also waits until no "
-        "route changed for this many seconds (routes may still move to shorter paths)",
-    )
 
 
 @register

@@ -19,7 +19,7 @@ import re
 import shutil
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from netrig.lab.build import LabError
 from netrig.routing import _daemons, register
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 MESH_IF = "bat0"
 
 
-class BatmanOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BatmanOptions(_daemons.DaemonOptions):
     implementation: Literal["auto", "batmand", "batman-adv"] = Field(
         "auto", description="auto: batman-adv when the kernel has it, else batmand"
     )
@@ -47,13 +46,6 @@ class BatmanOptions(BaseModel):
         le=255,
         description="batmand -r: how a default route via a gateway is chosen (1, 2, 3 or a "
         "TQ margin); only matters when some node announces a gateway",
-    )
-    settle: float = Field(
-        0.0,
-        ge=0,
-        le=600,
-        description="once every node has a route to every other, `up` also waits until no "
-        "route changed for this many seconds (routes may still move to shorter paths)",
     )
 
 

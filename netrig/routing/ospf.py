@@ -14,7 +14,7 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from netrig.routing import _daemons, register
 
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 RTPROT_BIRD = 12
 
 
-class OspfOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class OspfOptions(_daemons.DaemonOptions):
     area: int = Field(0, ge=0, le=4294967295, description="the one area every interface is in")
     hello: int = Field(10, ge=1, le=65535, description="seconds between hellos (BIRD: 10)")
     dead: int | None = Field(
@@ -34,14 +33,6 @@ class OspfOptions(BaseModel):
     )
     ecmp: bool = Field(True, description="install equal-cost paths as multipath routes")
     debug: bool = Field(False, description="log OSPF events and packets (verbose)")
-
-    settle: float = Field(
-        0.0,
-        ge=0,
-        le=600,
-        description="once every node has a route to every other, `up` also waits until no "
-        "route changed for this many seconds (routes may still move to shorter paths)",
-    )
 
     @model_validator(mode="after")
     def _dead_after_hello(self) -> OspfOptions:

@@ -241,21 +241,15 @@ def revive(lab: Lab) -> list[str]:
 def restart(lab: Lab, node: str) -> list[str]:
     """Stop NODE's services by PID and start them again as before (after a failed run: a
     balancer wedged by an overload must not fail every later run on the same lab)."""
-    from netrig.lab.ledger import process_alive
-    from netrig.lab.teardown import end_processes
     from netrig.routing import _daemons
 
     kinds = {s.kind for s in lab.plan.node(node).services}
     ours = [o for o in _daemons.processes(lab, node) if _daemons.daemon_name(lab, o) in kinds]
     if not ours:
         return []  # none, or stopped on purpose: left as they are
-    end_processes(
-        {o.pid: o.starttime for o in ours if o.pid and process_alive(o.pid, o.starttime)},
-        _daemons.STOP_GRACE,
-    )
-    for o in ours:  # a routing daemon of the node keeps running
-        lab.ledger.forget_object(o.id)
     kinds_run = sorted({_daemons.daemon_name(lab, o) for o in ours})
+    # a routing daemon of the node keeps running
+    _daemons.stop(lab, node, reason="restarted after a failed run", names=set(kinds_run))
     argvs = _daemons.recorded(lab, node)
     for kind in kinds_run:
         _daemons.start(lab, node, kind, argvs[kind])
@@ -270,13 +264,10 @@ def exit_report(lab: Lab, lines: int = 10) -> str:
 
 
 def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
-    log = os.path.join(lab.node_dir(node), f"{kind}.log")
-    try:
-        with open(log, errors="replace") as fh:
-            tail = "".join(fh.readlines()[-lines:])
-    except OSError:
-        tail = "(no log)\n"
-    return f"{node}/{kind} exited; last lines of its log:\n{tail}"
+    from netrig.lab.lab import log_tail
+
+    tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines)
+    return f"{node}/{kind} exited; last lines of its log:\n{tail.rstrip()}\n"
 
 
 def stop_all(lab: Lab) -> list[str]:
@@ -286,6 +277,5 @@ def stop_all(lab: Lab) -> list[str]:
     stopped = []
     for node in sorted({node for node, _svc in planned(lab)}):
         kinds = {s.kind for s in lab.plan.node(node).services}
-        if kinds & set(_daemons.running(lab, node)):
-            stopped += _daemons.stop(lab, node)
+        stopped += _daemons.stop(lab, node, names=kinds)
     return stopped

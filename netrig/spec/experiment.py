@@ -538,8 +538,7 @@ def _events(doc: yamlmarks.MarkedDoc, texts: list[Any], plan: LabPlan) -> list[f
     from netrig.plan.model import UnknownName
 
     problems, events = [], []
-    daemons = type(routing.make(plan.protocol, plan.routing_options)).start
-    has_daemons = daemons is not routing.RoutingProtocol.start
+    has_daemons = routing.load_plugins()[plan.protocol].runs_daemons()
     for i, text in enumerate(texts):
         where = doc.where(("events", i))
         try:
