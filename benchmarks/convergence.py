@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 from netrig.routing import RoutingProtocol
 
 TOPOLOGIES: dict[str, dict[str, Any]] = {

@@ -29,12 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
 from netrig.measure import end_process, listening_ports
 from netrig.measure.parse_iperf3 import parse_iperf3
 from netrig.results.store import ResultStore
+from netrig.rig import Lab
 
 TAG = f"{os.getpid() % 10000}"
 PORT = 5201

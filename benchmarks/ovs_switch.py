@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from netrig.lab import netns
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 from netrig.switch import ovs
 
 CASES = ("ovs", "bridge", "veth")

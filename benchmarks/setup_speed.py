@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from netrig.lab import netns
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 
 BASH_RING = r"""
 set -e
@@ -112,7 +112,7 @@ def big_lab_in_subprocess(n: int, name: str) -> dict[str, float]:
     code = f"""
 import json, resource, sys, time
 sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 t = time.perf_counter()
 lab = Lab.from_spec({{"name": {name!r}, "topology": {{"kind": "ring", "nodes": {n}}},
                      "routing": {{"protocol": "static"}}}})

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from netrig.lab import netns
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
+from netrig.rig import Lab
 
 RUN_TAG = uuid.uuid4().hex[:4]
 _names: list[str] = []

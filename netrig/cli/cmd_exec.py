@@ -9,7 +9,7 @@ import click
 
 from netrig.cli import cli
 from netrig.cli.common import reports_errors
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 
 
 @cli.command("exec", context_settings={"ignore_unknown_options": True})

@@ -13,7 +13,7 @@ import click
 from netrig.cli import cli
 from netrig.cli.common import console, reports_errors
 from netrig.lab import faults
-from netrig.lab.lab import Lab
+from netrig.rig import Lab
 
 
 @cli.command("link")

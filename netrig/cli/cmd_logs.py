@@ -9,8 +9,8 @@ import click
 from netrig.cli import cli
 from netrig.cli.common import console, reports_errors
 from netrig.lab.build import BadInput
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import process_alive
+from netrig.rig import Lab
 
 
 @cli.command("logs")

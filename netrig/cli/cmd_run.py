@@ -20,9 +20,9 @@ from netrig.cli.common import (
     reports_errors,
 )
 from netrig.experiment import summary
+from netrig.model.experiment import Experiment
 from netrig.plan.runs import PlannedRun, measured, plan_runs
 from netrig.results.store import ResultStore, StoreError
-from netrig.spec.experiment import Experiment
 
 EXIT_INTERRUPTED = 130
 
@@ -124,7 +124,7 @@ def run(
     """
     from netrig.experiment.progress import RichReporter
     from netrig.experiment.runner import run_experiment
-    from netrig.spec.experiment import load_experiment
+    from netrig.model.experiment import load_experiment
 
     overrides = {}
     for item in sets:

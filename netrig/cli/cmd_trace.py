@@ -7,8 +7,8 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
-from netrig.lab.lab import Lab
 from netrig.lab.trace import IPPROTO, Tracer, count_paths
+from netrig.rig import Lab
 
 
 @cli.command("trace")

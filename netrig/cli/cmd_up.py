@@ -9,8 +9,8 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import console, err_console, reports_errors
-from netrig.lab.lab import Lab
 from netrig.plan.model import LabPlan
+from netrig.rig import Lab
 
 TABLE_ROWS = 24
 
@@ -58,7 +58,7 @@ def _lab_of(file: str) -> Lab:
 
     import yaml
 
-    from netrig.spec.experiment import EXPERIMENT_KEYS, load_experiment
+    from netrig.model.experiment import EXPERIMENT_KEYS, load_experiment
 
     try:
         with open(file, encoding="utf-8") as fh:

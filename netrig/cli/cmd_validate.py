@@ -6,8 +6,8 @@ import click
 
 from netrig.cli import cli
 from netrig.cli.common import console, reports_errors
+from netrig.model import load
 from netrig.plan.build import build_plan
-from netrig.spec import load
 
 
 @cli.command("validate")

@@ -30,9 +30,9 @@ def reports_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
         from netrig.lab.build import LabError
+        from netrig.model.load import SpecError
+        from netrig.model.yamlmarks import YamlSyntaxError
         from netrig.plan.model import UnknownName
-        from netrig.spec.load import SpecError
-        from netrig.spec.yamlmarks import YamlSyntaxError
 
         try:
             return fn(*args, **kwargs)

@@ -9,6 +9,6 @@ with ResultStore("netrig.db") as store:
 """
 
 from netrig.experiment.runner import Outcome, Reporter, run_experiment
-from netrig.spec.experiment import Experiment, load_experiment
+from netrig.model.experiment import Experiment, load_experiment
 
 __all__ = ["Experiment", "Outcome", "Reporter", "load_experiment", "run_experiment"]

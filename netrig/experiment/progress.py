@@ -19,8 +19,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from netrig.model.experiment import Experiment
 from netrig.plan.runs import PlannedRun
-from netrig.spec.experiment import Experiment
 
 
 class RichReporter:

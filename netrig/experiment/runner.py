@@ -37,13 +37,13 @@ from netrig.experiment import disruption
 from netrig.experiment.interrupt import StopSignal
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import Ledger
+from netrig.model.experiment import Experiment, MeasureStep, SweepPoint
 from netrig.plan.runs import PlannedRun, plan_runs, remaining
 from netrig.results.hostfacts import collect_host_facts
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore, point_key
-from netrig.spec.experiment import Experiment, MeasureStep, SweepPoint
+from netrig.rig import Lab
 
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from netrig.registry import Registry
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 FILLER_BASE = IPv4Address("240.0.0.1")  # 240.0.0.0/4 is reserved: no lab address is ever here
 

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from netrig.firewall import FirewallError, FirewallPlan, get
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
+    from netrig.model.load import LabGraph, Problem
     from netrig.plan.model import LabPlan, NodePlan
-    from netrig.spec.load import LabGraph, Problem
 
 
 def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
     """Put each node's firewall into its NodePlan, rule sources as host prefixes."""
-    from netrig.spec.load import Problem
+    from netrig.model.load import Problem
 
     for name, spec_node in graph.nodes.items():
         fw = spec_node.firewall

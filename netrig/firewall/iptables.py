@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 from netrig.firewall import Engine, FirewallPlan, register, run_checked
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 CHAINS = ("INPUT", "FORWARD")  # a packet walks one of them: to this node, or through it
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from netrig.firewall import Engine, FirewallError, FirewallPlan, register, run_checked
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 TABLE = "netrig"
 

@@ -17,7 +17,7 @@ from netrig.firewall import Engine, FirewallError, FirewallPlan, register, run_c
 from netrig.native import build
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 
 @register

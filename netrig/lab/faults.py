@@ -32,7 +32,7 @@ from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
 from netrig.plan.model import LinkPlan
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 
@@ -180,30 +180,30 @@ def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
 
 def stop_node(lab: Lab, node: str) -> list[str]:
     """Stop NODE's routing daemon(s) by PID; returns what was stopped."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     lab.plan.node(node)
-    if not _daemons.recorded(lab, node):
+    if not daemons.recorded(lab, node):
         raise _no_daemon(lab, node)
-    return _daemons.stop(lab, node, reason="stopped by hand")
+    return daemons.stop(lab, node, reason="stopped by hand")
 
 
 def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
     """Start NODE's routing daemon(s) again with the command lines they had;
     returns (started, already running)."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     lab.plan.node(node)
-    known = _daemons.recorded(lab, node)
+    known = daemons.recorded(lab, node)
     if not known:
         raise _no_daemon(lab, node)
-    alive = _daemons.running(lab, node)
+    alive = daemons.running(lab, node)
     started, skipped = [], []
     for name, argv in known.items():
         if name in alive:
             skipped.append(f"{node}/{name} (pid {alive[name]})")
             continue
-        _daemons.start(lab, node, name, argv)
+        daemons.start(lab, node, name, argv)
         started.append(f"{node}/{name}")
     return started, skipped
 
@@ -316,11 +316,10 @@ class Timeline:
         self._thread.start()
 
     def _run(self) -> None:
-        from netrig.lab.lab import Lab
         from netrig.lab.ledger import Ledger
 
         ledger = Ledger(self.lab.ledger.state_dir)
-        lab = Lab(self.lab.plan, ledger)
+        lab = self.lab.with_ledger(ledger)
         try:
             for event in sorted(self.events, key=lambda e: e.at):
                 delay = self.started_at + event.at - time.monotonic()

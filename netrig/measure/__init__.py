@@ -32,12 +32,12 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.model.models import Seconds
 from netrig.registry import Registry
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 Path = tuple[str | int, ...]

@@ -19,11 +19,11 @@ from pydantic import Field
 from netrig.measure import Measurement, Path, Result, register, tail
 from netrig.measure.parse_ab import is_error, parse_ab
 from netrig.measure.wrk import SLACK, HttpOptions, guarded, http_check, run_client, url
+from netrig.model.models import Seconds
 from netrig.results.sample import MeasurementFailed
-from netrig.spec.models import Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 MAX_REQUESTS = 50_000_000  # -n when only a duration is given

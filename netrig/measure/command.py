@@ -30,11 +30,11 @@ from netrig.measure import (
     register,
     tail,
 )
+from netrig.model.models import NodeName
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import NodeName
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 OUTPUT_KEEP = 65536  # characters of stdout stored
 _METRIC_LINE = re.compile(

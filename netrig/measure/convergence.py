@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
+from netrig.model.models import Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 NOT_ROUTED = ("none", "bridge")
@@ -57,20 +57,20 @@ class Convergence(Measurement):
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
         from netrig import routing
-        from netrig.routing import _daemons
+        from netrig.lab import daemons
 
         proto = routing.make(lab.plan.protocol, lab.plan.routing_options)
         limit = float(options.limit or max(lab.plan.check_timeout, proto.convergence_timeout))
-        if isinstance(proto, _daemons.DaemonProtocol):
-            reach = _daemons.Reachability(lab, proto.is_ours)
+        if isinstance(proto, daemons.DaemonProtocol):
+            reach = daemons.Reachability(lab, proto.is_ours)
             _stop_daemons(lab, reach)
             mark_started()
             began = time.monotonic()
             for node in lab.plan.nodes:
-                for name, argv in _daemons.recorded(lab, node).items():
-                    _daemons.start(lab, node, name, argv)
+                for name, argv in daemons.recorded(lab, node).items():
+                    daemons.start(lab, node, name, argv)
         else:
-            reach = _daemons.Reachability(lab)
+            reach = daemons.Reachability(lab)
             _remove_routes(lab)
             mark_started()
             began = time.monotonic()
@@ -102,12 +102,12 @@ class Convergence(Measurement):
 
 def _stop_daemons(lab: Lab, reach: Any) -> None:
     """Stop every daemon and wait until none of the protocol's routes is left anywhere."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
-    _daemons.stop(lab, reason="stopped for a cold start")
+    daemons.stop(lab, reason="stopped for a cold start")
     deadline = time.monotonic() + DRAIN_TIMEOUT
     while True:
-        routes = _daemons.dump_routes(lab, reach.nodes)
+        routes = daemons.dump_routes(lab, reach.nodes)
         left = sum(1 for rs in routes.values() for r in rs if reach.accept(r))
         if not left:
             return

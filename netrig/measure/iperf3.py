@@ -48,11 +48,11 @@ from netrig.measure import (
     wait_all,
 )
 from netrig.measure.parse_iperf3 import parse_iperf3
+from netrig.model.models import NodeName, Rate, Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import NodeName, Rate, Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import IfacePlan, LabPlan
 
 LISTEN_TIMEOUT = 5.0  # seconds a server may take to listen

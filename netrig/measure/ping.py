@@ -48,11 +48,11 @@ from netrig.measure import (
 )
 from netrig.measure.parse_fping import parse_fping
 from netrig.measure.parse_ping import parse_ping
+from netrig.model.models import NodeName, Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import NodeName, Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 PACKAGES = {"ping": "iputils-ping", "fping": "fping"}
 SLACK = 5.0  # seconds beyond count × interval before the measurement counts as hung

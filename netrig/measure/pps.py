@@ -77,11 +77,11 @@ from netrig.measure.parse_pps import (
     parse_trafgen,
     udp_received,
 )
+from netrig.model.models import NodeName, Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import NodeName, Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 SOURCE = os.path.join(os.path.dirname(__file__), "pktgen", "netrig_gen.c")

@@ -50,11 +50,11 @@ from netrig.measure import (
     tail,
     target_address,
 )
+from netrig.model.models import IfName, NodeName, Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import IfName, NodeName, Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 READY_TIMEOUT = 5.0  # seconds for the receiver to attach and bind

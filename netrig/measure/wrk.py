@@ -35,11 +35,11 @@ from netrig.measure import (
     target_address,
 )
 from netrig.measure.parse_wrk import REPORT_LUA, parse_wrk
+from netrig.model.models import NodeName, Percent, Seconds
 from netrig.results.sample import MeasurementFailed, Sample
-from netrig.spec.models import NodeName, Percent, Seconds
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 SLACK = 10.0  # seconds of timeout beyond the test's own duration

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
 from netrig.firewall import _lab as firewall_plan
+from netrig.model.load import GraphLink, LabGraph, Problem, SpecError
 from netrig.plan.model import (
     BridgePlan,
     IfacePlan,
@@ -24,7 +25,6 @@ from netrig.plan.model import (
     OvsPlan,
 )
 from netrig.plan.services import plan_services
-from netrig.spec.load import GraphLink, LabGraph, Problem, SpecError
 
 BASE_SYSCTLS = {
     "net.ipv4.ip_forward": "1",

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from netrig.model.load import LabGraph, Problem, SpecError, _problems
 from netrig.plan.model import LabPlan, ServicePlan
-from netrig.spec.load import LabGraph, Problem, SpecError, _problems
 
 Path = tuple[str | int, ...]
 

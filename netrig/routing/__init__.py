@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from netrig.registry import Registry
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan, RoutePlan
 
 

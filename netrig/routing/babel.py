@@ -14,16 +14,18 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from netrig.routing import _daemons, register
+from netrig.lab import daemons
+from netrig.routing import register
+from netrig.routing._daemon import DaemonOptions, DaemonProtocol
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 RTPROT_BABEL = 42
 WIRED_RXCOST = 96  # babeld's default receive cost of a wired interface
 
 
-class BabelOptions(_daemons.DaemonOptions):
+class BabelOptions(DaemonOptions):
     hello_interval: float = Field(
         4.0, gt=0, le=600, description="seconds between hellos (babeld's default: 4)"
     )
@@ -45,7 +47,7 @@ class BabelOptions(_daemons.DaemonOptions):
 
 
 @register
-class Babel(_daemons.DaemonProtocol):
+class Babel(DaemonProtocol):
     name = "babel"
     summary = "Babel distance-vector routing (babeld), IPv4 and IPv6"
     Options = BabelOptions
@@ -93,11 +95,11 @@ class Babel(_daemons.DaemonProtocol):
         return "\n".join(lines) + "\n"
 
     def start(self, lab: Lab) -> None:
-        _daemons.require_tools("babeld", package="babeld")
+        daemons.require_tools("babeld", package="babeld")
         self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
         for node in self.watch(lab).nodes:
-            conf = _daemons.write_file(lab, node, "babeld.conf", self.config(lab, node))
-            _daemons.start(lab, node, "babeld", ["babeld", "-c", conf])
+            conf = daemons.write_file(lab, node, "babeld.conf", self.config(lab, node))
+            daemons.start(lab, node, "babeld", ["babeld", "-c", conf])
 
-    def is_ours(self, route: _daemons.Route) -> bool:
+    def is_ours(self, route: daemons.Route) -> bool:
         return route.protocol == RTPROT_BABEL

@@ -21,16 +21,18 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from netrig.lab import daemons
 from netrig.lab.build import LabError
-from netrig.routing import _daemons, register
+from netrig.routing import register
+from netrig.routing._daemon import DaemonOptions, DaemonProtocol
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 MESH_IF = "bat0"
 
 
-class BatmanOptions(_daemons.DaemonOptions):
+class BatmanOptions(DaemonOptions):
     implementation: Literal["auto", "batmand", "batman-adv"] = Field(
         "auto", description="auto: batman-adv when the kernel has it, else batmand"
     )
@@ -50,7 +52,7 @@ class BatmanOptions(_daemons.DaemonOptions):
 
 
 @register
-class Batman(_daemons.DaemonProtocol):
+class Batman(DaemonProtocol):
     name = "batman"
     summary = "B.A.T.M.A.N. mesh: batmand (userspace) or batman-adv (kernel), one shared subnet"
     Options = BatmanOptions
@@ -108,14 +110,14 @@ class Batman(_daemons.DaemonProtocol):
         if self._impl == "batman-adv":
             _start_batman_adv(lab, self.opts)
             return
-        _daemons.require_tools("batmand", package="batmand")
+        daemons.require_tools("batmand", package="batmand")
         # batmand prints with stdio, block-buffered into a file: line-buffered, its log is
         # current (stdbuf execs batmand, so the recorded PID is still the daemon's)
         line = ["stdbuf", "-oL", "-eL"] if shutil.which("stdbuf") else []
         for node in self.watch(lab).nodes:
-            _daemons.start(lab, node, "batmand", [*line, *self.batmand_argv(lab, node)])
+            daemons.start(lab, node, "batmand", [*line, *self.batmand_argv(lab, node)])
 
-    def is_ours(self, route: _daemons.Route) -> bool:
+    def is_ours(self, route: daemons.Route) -> bool:
         """batmand's routes live in its policy tables: 65 (networks, HNA) and 66 (hosts)."""
         return route.table in (65, 66) and route.plen > 0
 

@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from netrig.routing import _daemons, register
+from netrig.lab import daemons
+from netrig.routing import register
+from netrig.routing._daemon import DaemonOptions, DaemonProtocol
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import IfacePlan
 
 RTPROT_BIRD = 12
 
 
-class OspfOptions(_daemons.DaemonOptions):
+class OspfOptions(DaemonOptions):
     area: int = Field(0, ge=0, le=4294967295, description="the one area every interface is in")
     hello: int = Field(10, ge=1, le=65535, description="seconds between hellos (BIRD: 10)")
     dead: int | None = Field(
@@ -42,7 +44,7 @@ class OspfOptions(_daemons.DaemonOptions):
 
 
 @register
-class Ospf(_daemons.DaemonProtocol):
+class Ospf(DaemonProtocol):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
     Options = OspfOptions
@@ -110,15 +112,15 @@ class Ospf(_daemons.DaemonProtocol):
         )
 
     def start(self, lab: Lab) -> None:
-        _daemons.require_tools("bird", package="bird2")
+        daemons.require_tools("bird", package="bird2")
         self.convergence_timeout = type(self).convergence_timeout + self.opts.settle
         for node in self.watch(lab).nodes:
             where = lab.node_dir(node)
-            conf = _daemons.write_file(lab, node, "bird.conf", self.config(lab, node))
+            conf = daemons.write_file(lab, node, "bird.conf", self.config(lab, node))
             argv = ["bird", "-f", "-c", conf, "-s", f"{where}/bird.ctl", "-P", f"{where}/bird.pid"]
-            _daemons.start(lab, node, "bird", argv)
+            daemons.start(lab, node, "bird", argv)
 
-    def is_ours(self, route: _daemons.Route) -> bool:
+    def is_ours(self, route: daemons.Route) -> bool:
         return route.protocol == RTPROT_BIRD
 
 

@@ -7,7 +7,7 @@
 A plugin declares its options (a pydantic model that refuses unknown keys), the programs it
 runs and their Debian packages, checks its options against the plan (backends that are
 hosts), and starts itself in a running lab: it writes its config into the node's directory
-and runs one supervised daemon through the routing daemons' helpers (netrig.routing._daemons:
+and runs one supervised daemon through the routing daemons' helpers (netrig.lab.daemons:
 PID and start time in the ledger, log in `<node dir>/<kind>.log` for `netrig logs`, command
 line in daemons.json so `netrig node LAB NODE stop|start` stops and restarts it too).
 `start_all` starts every service of a lab after routing converged and waits until each
@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.lab.build import LabError
+from netrig.model.models import NodeName
 from netrig.registry import Registry
-from netrig.spec.models import NodeName
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan, ServicePlan
 
 Path = tuple[str | int, ...]
@@ -82,7 +82,7 @@ class Service:
         return None
 
     def start(self, lab: Lab, node: str, options: Any) -> None:
-        """Write the config and start the daemon (with `_daemons.start`)."""
+        """Write the config and start the daemon (with `daemons.start`)."""
         raise NotImplementedError
 
     def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
@@ -172,7 +172,7 @@ def start_all(lab: Lab, say: Callable[[str], None] = lambda _m: None) -> None:
 
 def _wait_ready(lab: Lab, started: list[tuple[str, str]]) -> None:
     """Until each (node, kind) serves; LabError with the log tail of one that exited."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     waiting = []
     for node, kind in started:
@@ -183,7 +183,7 @@ def _wait_ready(lab: Lab, started: list[tuple[str, str]]) -> None:
     while waiting:
         left = []
         for node, kind, plugin, options in waiting:
-            pid = _daemons.running(lab, node).get(kind)
+            pid = daemons.running(lab, node).get(kind)
             if pid is None:
                 raise LabError(f"service {exit_report_of(lab, node, kind, 20)}")
             if not plugin.ready(lab, node, options, pid):
@@ -200,15 +200,15 @@ def exited(lab: Lab) -> list[tuple[str, str]]:
     """(node, kind) of the lab's services that crashed: recorded, and not running. One
     stopped on purpose (`netrig node LAB NODE stop`, a fault timeline) has no record left,
     so it is neither reported nor started again behind the user's back."""
+    from netrig.lab import daemons
     from netrig.lab.ledger import process_alive
-    from netrig.routing import _daemons
 
     out = []
     for node in sorted({node for node, _svc in planned(lab)}):
         kinds = {s.kind for s in lab.plan.node(node).services}
         records: dict[str, bool] = {}
-        for o in _daemons.processes(lab, node):
-            kind = _daemons.daemon_name(lab, o)
+        for o in daemons.processes(lab, node):
+            kind = daemons.daemon_name(lab, o)
             if kind in kinds:
                 alive = bool(o.pid) and process_alive(o.pid, o.starttime)
                 records[kind] = records.get(kind, False) or alive
@@ -222,17 +222,17 @@ def revive(lab: Lab) -> list[str]:
 
     A measurement calls this first, so one crash fails the run it happened in, not every
     later run on the same lab. The restart is noted in the service's log."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     dead = exited(lab)
     for node, kind in dead:
-        argv = _daemons.recorded(lab, node).get(kind)
+        argv = daemons.recorded(lab, node).get(kind)
         if argv is None:
             raise LabError(f"{node}/{kind} has no recorded command line to start again")
-        for obj in _daemons.processes(lab, node):
-            if _daemons.daemon_name(lab, obj) == kind:
+        for obj in daemons.processes(lab, node):
+            if daemons.daemon_name(lab, obj) == kind:
                 lab.ledger.forget_object(obj.id)  # the dead one: not a crash of the new one
-        _daemons.start(lab, node, kind, argv)
+        daemons.start(lab, node, kind, argv)
     if dead:
         _wait_ready(lab, [(node, kind) for node, kind in dead])
     return [f"{node}/{kind}" for node, kind in dead]
@@ -241,18 +241,18 @@ def revive(lab: Lab) -> list[str]:
 def restart(lab: Lab, node: str) -> list[str]:
     """Stop NODE's services by PID and start them again as before (after a failed run: a
     balancer wedged by an overload must not fail every later run on the same lab)."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     kinds = {s.kind for s in lab.plan.node(node).services}
-    ours = [o for o in _daemons.processes(lab, node) if _daemons.daemon_name(lab, o) in kinds]
+    ours = [o for o in daemons.processes(lab, node) if daemons.daemon_name(lab, o) in kinds]
     if not ours:
         return []  # none, or stopped on purpose: left as they are
-    kinds_run = sorted({_daemons.daemon_name(lab, o) for o in ours})
+    kinds_run = sorted({daemons.daemon_name(lab, o) for o in ours})
     # a routing daemon of the node keeps running
-    _daemons.stop(lab, node, reason="restarted after a failed run", names=set(kinds_run))
-    argvs = _daemons.recorded(lab, node)
+    daemons.stop(lab, node, reason="restarted after a failed run", names=set(kinds_run))
+    argvs = daemons.recorded(lab, node)
     for kind in kinds_run:
-        _daemons.start(lab, node, kind, argvs[kind])
+        daemons.start(lab, node, kind, argvs[kind])
     _wait_ready(lab, [(node, kind) for kind in kinds_run])
     return [f"{node}/{kind}" for kind in kinds_run] + revive(lab)
 
@@ -264,7 +264,7 @@ def exit_report(lab: Lab, lines: int = 10) -> str:
 
 
 def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
-    from netrig.lab.lab import log_tail
+    from netrig.lab.runtime import log_tail
 
     tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines)
     return f"{node}/{kind} exited; last lines of its log:\n{tail.rstrip()}\n"
@@ -272,10 +272,10 @@ def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
 
 def stop_all(lab: Lab) -> list[str]:
     """End the services' daemons gently, by PID (`node/kind` of those that were running)."""
-    from netrig.routing import _daemons
+    from netrig.lab import daemons
 
     stopped = []
     for node in sorted({node for node, _svc in planned(lab)}):
         kinds = {s.kind for s in lab.plan.node(node).services}
-        stopped += _daemons.stop(lab, node, names=kinds)
+        stopped += daemons.stop(lab, node, names=kinds)
     return stopped

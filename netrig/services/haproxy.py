@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from netrig.routing import _daemons
+from netrig.lab import daemons
 from netrig.services import BalancerOptions, Service, backend_address, register
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 
 class HaproxyOptions(BalancerOptions):
@@ -58,5 +58,5 @@ backend servers
 """
 
     def start(self, lab: Lab, node: str, options: Any) -> None:
-        conf = _daemons.write_file(lab, node, "haproxy.cfg", self.config(lab, node, options))
-        _daemons.start(lab, node, "haproxy", ["haproxy", "-db", "-f", conf])
+        conf = daemons.write_file(lab, node, "haproxy.cfg", self.config(lab, node, options))
+        daemons.start(lab, node, "haproxy", ["haproxy", "-db", "-f", conf])

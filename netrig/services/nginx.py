@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from netrig.routing import _daemons
+from netrig.lab import daemons
 from netrig.services import BalancerOptions, Path, Service, backend_address, register
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2}
@@ -131,5 +131,5 @@ http {{
         for name, size in o.files.items():
             with open(os.path.join(www, name), "wb") as fh:
                 fh.write(os.urandom(size))
-        conf = _daemons.write_file(lab, node, "nginx.conf", self.config(lab, node, o))
-        _daemons.start(lab, node, "nginx", ["nginx", "-e", "stderr", "-p", where, "-c", conf])
+        conf = daemons.write_file(lab, node, "nginx.conf", self.config(lab, node, o))
+        daemons.start(lab, node, "nginx", ["nginx", "-e", "stderr", "-p", where, "-c", conf])

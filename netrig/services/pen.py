@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from netrig.lab import netns, nlwire
-from netrig.routing import _daemons
+from netrig.lab import daemons, netns, nlwire
 from netrig.services import (
     BalancerOptions,
     Path,
@@ -44,7 +43,7 @@ from netrig.services import (
 )
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
 SIOCETHTOOL, ETHTOOL_STXCSUM = 0x8946, 0x17
@@ -126,7 +125,7 @@ class Pen(Service):
         # pen raises its own core size limit: run it in the node's directory (env -C execs,
         # so the PID stays pen's), where a core from a crash goes away with the lab
         argv = ["env", "-C", lab.node_dir(node), *self.argv(lab, node, o, vip)]
-        _daemons.start(lab, node, "pen", argv)
+        daemons.start(lab, node, "pen", argv)
 
     def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
         o: PenOptions = options

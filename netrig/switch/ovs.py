@@ -34,12 +34,12 @@ from collections.abc import Callable
 from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
+from netrig.lab import daemons
 from netrig.lab.build import LabError
 from netrig.plan.model import LabPlan, NodePlan, OvsPlan
-from netrig.routing import _daemons
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 PACKAGE = "openvswitch-switch"
 CONTROLLER_PACKAGE = "openvswitch-testcontroller"
@@ -253,13 +253,13 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
         argvs = daemon_argvs(node.ovs)
         for name in ("ovsdb-server", "ovs-testcontroller"):
             if name in argvs:
-                _daemons.start(lab, node.name, name, argvs[name])
+                daemons.start(lab, node.name, name, argvs[name])
     for node in nodes:
         assert node.ovs is not None
         socket = os.path.join(run_dir(lab, node.name), "db.sock")
         _wait_for(lab, node.name, "its database", lambda path=socket: os.path.exists(path))
         vsctl(lab, node.name, "--no-wait", *config_args(node))
-        _daemons.start(lab, node.name, "ovs-vswitchd", daemon_argvs(node.ovs)["ovs-vswitchd"])
+        daemons.start(lab, node.name, "ovs-vswitchd", daemon_argvs(node.ovs)["ovs-vswitchd"])
     for node in nodes:
         # a change without --no-wait returns once ovs-vswitchd has applied the database
         vsctl(lab, node.name, "set", "Open_vSwitch", ".", f"external_ids:netrig-lab={lab.name}")

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from netrig.spec.experiment import load_experiment_text
-from netrig.spec.load import SpecError
+from netrig.model.experiment import load_experiment_text
+from netrig.model.load import SpecError
 
 
 def problems(text: str) -> list[str]:

@@ -18,8 +18,8 @@ import pytest
 from netrig.experiment import load_experiment, run_experiment
 from netrig.lab import netns
 from netrig.lab.build import LabError
+from netrig.model.experiment import load_experiment_text
 from netrig.results.store import ResultStore
-from netrig.spec.experiment import load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
 pytestmark = [requires_root, pytest.mark.root]
@@ -387,7 +387,7 @@ def test_results_list_and_show(tmp_path: Path, lab_name: str) -> None:
 def test_a_lab_name_in_use_is_refused_before_anything_is_stored(
     tmp_path: Path, lab_name: str
 ) -> None:
-    from netrig.lab.lab import Lab
+    from netrig.rig import Lab
 
     busy = Lab.from_spec({"name": lab_name, "topology": {"kind": "pair"}})
     busy.up(check_reachability=False)

@@ -11,9 +11,9 @@ import pytest
 from netrig import firewall, measure
 from netrig.firewall import xdp
 from netrig.lab import netns
-from netrig.lab.lab import Lab
 from netrig.lab.teardown import pids_in_namespaces
 from netrig.results.sample import MeasurementFailed, Sample
+from netrig.rig import Lab
 from tests.conftest import requires_root
 
 pytestmark = [requires_root, pytest.mark.root]

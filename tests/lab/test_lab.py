@@ -7,8 +7,8 @@ import re
 import subprocess
 
 from netrig.lab import netns
-from netrig.lab.lab import Lab
 from netrig.lab.trace import Tracer, count_paths
+from netrig.rig import Lab
 from tests.conftest import requires_root, requires_tool
 
 pytestmark = requires_root

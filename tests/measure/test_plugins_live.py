@@ -10,10 +10,10 @@ import pytest
 
 from netrig import measure
 from netrig.lab import netns
-from netrig.lab.lab import Lab
 from netrig.lab.teardown import pids_in_namespaces
 from netrig.measure import Text
 from netrig.results.sample import MeasurementFailed, Sample
+from netrig.rig import Lab
 from tests.conftest import new_lab_name, requires_root, requires_tool
 
 pytestmark = [requires_root, pytest.mark.root]

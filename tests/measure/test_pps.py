@@ -27,9 +27,9 @@ from netrig.measure.pps import (
     trafgen_argv,
     trafgen_config,
 )
+from netrig.model.load import load_text
 from netrig.plan.build import build_plan
 from netrig.results.sample import MeasurementFailed
-from netrig.spec.load import load_text
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pps"
 DIAMOND = build_plan(

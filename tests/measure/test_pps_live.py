@@ -13,11 +13,11 @@ from netrig import measure
 from netrig.experiment import run_experiment
 from netrig.lab import netns
 from netrig.lab.build import LabError
-from netrig.lab.lab import Lab
 from netrig.measure import Text
+from netrig.model.experiment import load_experiment_text
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore
-from netrig.spec.experiment import load_experiment_text
+from netrig.rig import Lab
 from tests.conftest import netrig_cli, new_lab_name, requires_root
 from tests.measure.test_plugins_live import leftovers
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from netrig.lab import netns
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import process_alive
+from netrig.rig import Lab
 from netrig.switch import ovs
 from tests.conftest import netrig_cli, new_lab_name, requires_root
 

@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from netrig.lab import netns
+from netrig.model.load import SpecError, load_text
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
-from netrig.spec.load import SpecError, load_text
 from tests.conftest import netrig_cli, new_lab_name
 
 HAS_OVS = shutil.which("ovs-vswitchd") is not None and shutil.which("ovsdb-server") is not None

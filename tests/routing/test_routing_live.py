@@ -20,14 +20,13 @@ from typing import Any
 
 import pytest
 
-from netrig.lab import check, faults
+from netrig.lab import check, daemons, faults
 from netrig.lab.build import LabError
-from netrig.lab.lab import Lab
 from netrig.lab.ledger import process_alive
 from netrig.lab.run import popen
 from netrig.lab.trace import Tracer
 from netrig.results.store import ResultStore
-from netrig.routing import _daemons
+from netrig.rig import Lab
 from netrig.routing.ospf import Ospf
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
@@ -341,9 +340,9 @@ def test_a_timeline_applies_link_node_and_rate_events_then_undoes_them(daemon_la
         assert all(abs(actual - planned) < 0.5 for planned, actual, _e, _err in timeline.log)
         link = lab.exec("n1", ["ip", "-o", "link", "show", "eth0"], capture_output=True).stdout
         assert "state DOWN" in link
-        assert _daemons.running(lab, "n3") == {}
+        assert daemons.running(lab, "n3") == {}
         assert tbf_rate() == 10_000_000 // 8
-    assert _daemons.running(lab, "n3").keys() == {"babeld"}  # undone: started again,
+    assert daemons.running(lab, "n3").keys() == {"babeld"}  # undone: started again,
     lab.remember()  # type: ignore[attr-defined]
     link = lab.exec("n1", ["ip", "-o", "link", "show", "eth0"], capture_output=True).stdout
     assert "state UP" in link  # the link up again

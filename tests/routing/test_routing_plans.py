@@ -15,13 +15,13 @@ from pydantic import ValidationError
 from netrig.experiment import load_experiment
 from netrig.lab import faults
 from netrig.lab.build import BadInput
+from netrig.model.load import SpecError, load_text
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan, UnknownName
 from netrig.routing import make
 from netrig.routing.babel import Babel
 from netrig.routing.batman import Batman
 from netrig.routing.ospf import Ospf
-from netrig.spec.load import SpecError, load_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

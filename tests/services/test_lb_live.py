@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from netrig.lab.lab import Lab
+from netrig.lab import daemons
 from netrig.measure import Text, get
 from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore
-from netrig.routing import _daemons
+from netrig.rig import Lab
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
 pytestmark = [
@@ -126,7 +126,7 @@ def test_killed_balancer_fails_its_run_and_is_started_again(
         {"client": "client", "server": "lb", "path": "/1k", "duration": 2}
     )
     # killed during a run: that run fails, with the balancer's log; it is started afresh
-    pid = _daemons.running(lab, "lb")["haproxy"]
+    pid = daemons.running(lab, "lb")["haproxy"]
     killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
     killer.start()
     with pytest.raises(MeasurementFailed) as exc:
@@ -137,7 +137,7 @@ def test_killed_balancer_fails_its_run_and_is_started_again(
     assert "started afresh after this failure: lb/haproxy" in exc.value.stderr
     assert all(s.metric != "requests_per_s" or s.value >= 0 for s in exc.value.samples)
     # killed between runs: the next run starts it again first and says so
-    again_pid = _daemons.running(lab, "lb")["haproxy"]
+    again_pid = daemons.running(lab, "lb")["haproxy"]
     assert again_pid != pid
     os.kill(again_pid, signal.SIGKILL)
     time.sleep(0.05)
@@ -146,13 +146,13 @@ def test_killed_balancer_fails_its_run_and_is_started_again(
     assert rate > 0
     notes = {t.name: t.text for t in result if isinstance(t, Text)}
     assert "lb/haproxy" in notes["restarted"]
-    assert _daemons.running(lab, "lb")["haproxy"] not in (pid, again_pid)
+    assert daemons.running(lab, "lb")["haproxy"] not in (pid, again_pid)
     # stopped on purpose (`netrig node LAB lb stop`): runs fail, nothing starts it behind
     # the user's back
-    assert _daemons.stop(lab, "lb") == ["lb/haproxy"]
+    assert daemons.stop(lab, "lb") == ["lb/haproxy"]
     with pytest.raises(MeasurementFailed, match="refused"):
         plugin.run(lab, opts, plugin.timeout(opts))
-    assert "haproxy" not in _daemons.running(lab, "lb")
+    assert "haproxy" not in daemons.running(lab, "lb")
 
 
 def test_refused_or_silent_server_fails_with_the_reason(lb_lab: Lab) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from netrig.lab import netns
+from netrig.model import load as spec_load
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
-from netrig.spec import load as spec_load
 from tests.conftest import netrig_cli, new_lab_name
 
 GOOD = """name: {name}

@@ -5,7 +5,7 @@ Nodes are named n1 … nN in a fixed order, so a lab file can name them (`client
 
 from __future__ import annotations
 
-from netrig.spec.models import Topology
+from netrig.model.models import Topology
 
 Edge = tuple[str, str]
 

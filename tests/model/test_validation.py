@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
+from netrig.model.load import SpecError, load_text
+from netrig.model.yamlmarks import YamlSyntaxError
 from netrig.plan.build import build_plan
-from netrig.spec.load import SpecError, load_text
-from netrig.spec.yamlmarks import YamlSyntaxError
 
 
 def problems(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""What the daemon-running protocols (batman, babel, ospf) share.
+"""Daemon supervision for plugins (routing daemons, switches, services): one place.
 
 - `start`: a supervised daemon in a node, its command line kept in the node's directory
   (`daemons.json`) so `netrig node LAB N start` can start it again exactly the same way;
@@ -11,8 +11,7 @@
     reach = Reachability(lab)
     reach.missing()        # [("n1", "n4", "198.18.0.4"), …] until routes are in
 
-`DaemonProtocol` puts these together for a plugin: it writes configs and starts daemons in
-start(); stopping, the convergence test and the timeout message come from here.
+`netrig.routing._daemon.DaemonProtocol` puts these together for a routing plugin.
 """
 
 from __future__ import annotations
@@ -28,16 +27,13 @@ from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError
 from netrig.lab.ledger import ObjectRecord, process_alive
 from netrig.lab.teardown import end_processes
-from netrig.routing import RoutingProtocol
 
 if TYPE_CHECKING:
-    from netrig.lab.lab import Lab
+    from netrig.lab.runtime import LabRuntime as Lab
 
 DAEMONS_FILE = "daemons.json"
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (bird and batmand clean up routes)
@@ -258,49 +254,3 @@ class Reachability:
         shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in self.last[:limit])
         more = f" and {len(self.last) - limit} more" if len(self.last) > limit else ""
         return f"no route for {shown}{more}"
-
-
-class DaemonOptions(BaseModel):
-    """Options every daemon-run protocol takes beside its own."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    settle: float = Field(
-        0.0,
-        ge=0,
-        le=600,
-        description="once every node has a route to every other, `up` also waits until no "
-        "route changed for this many seconds (routes may still move to shorter paths)",
-    )
-
-
-class DaemonProtocol(RoutingProtocol):
-    """A protocol run by one daemon per node: subclasses start them (with `start` above)
-    and say which kernel routes are theirs (`is_ours`); converged() is every node having
-    such a route to every other node's address, held for the options' `settle` seconds."""
-
-    def __init__(self, options: BaseModel) -> None:
-        super().__init__(options)
-        self.reach: Reachability | None = None
-
-    def is_ours(self, route: Route) -> bool:
-        return protocol_route(route)
-
-    def watch(self, lab: Lab) -> Reachability:
-        """The route watcher (made on first use: `down` from another process needs none)."""
-        if self.reach is None:
-            self.reach = Reachability(lab, self.is_ours)
-        return self.reach
-
-    def stop(self, lab: Lab) -> None:
-        stop(lab)
-
-    def converged(self, lab: Lab) -> bool:
-        began = time.perf_counter()
-        done = self.watch(lab).settled(float(getattr(self.options, "settle", 0.0)))
-        # a poll reads every node's routes (~60 ms for 50 nodes): keep polls to ~1/5 of
-        # the time, so netrig's own work does not slow the daemons it is waiting for
-        self.poll_interval = max(type(self).poll_interval, 4 * (time.perf_counter() - began))
-        return done
-
-    def pending(self) -> str:
-        return self.reach.describe() if self.reach else ""

@@ -9,27 +9,27 @@ A running lab is also reachable by name from another process: `Lab.attach("ring"
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from netrig import routing, services
 from netrig.firewall import _lab as firewall
-from netrig.lab import check, netns, run, teardown
+from netrig.lab import check, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
-from netrig.lab.ledger import Ledger, process_alive, process_starttime, save_json
+from netrig.lab.ledger import Ledger, save_json
+from netrig.lab.runtime import LabRuntime
+from netrig.model import load as model_load
+from netrig.model.models import LabSpec
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
 from netrig.routing import RoutingProtocol
-from netrig.spec import load as spec_load
-from netrig.spec.models import LabSpec
 
 
-class Lab:
+class Lab(LabRuntime):
+    """A lab with its plugins: built by `up`, removed by `down` (or the `with` block)."""
+
     def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
-        self.plan = plan
-        self.ledger = ledger or Ledger()
+        super().__init__(plan, ledger)
         self.timings: BuildTimings | None = None
         self.check_result: check.CheckResult | None = None
         self._owner = False  # True when this object built the lab (and so removes it on exit)
@@ -39,7 +39,7 @@ class Lab:
 
     @classmethod
     def from_file(cls, path: str) -> Lab:
-        plan = build_plan(spec_load.load_file(path))
+        plan = build_plan(model_load.load_file(path))
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
@@ -49,8 +49,8 @@ class Lab:
         if isinstance(spec, dict):
             import yaml
 
-            return cls(build_plan(spec_load.load_text(yaml.safe_dump(spec), "<dict>")))
-        return cls(build_plan(spec_load.from_spec(spec)))
+            return cls(build_plan(model_load.load_text(yaml.safe_dump(spec), "<dict>")))
+        return cls(build_plan(model_load.from_spec(spec)))
 
     @classmethod
     def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:
@@ -68,10 +68,6 @@ class Lab:
         return cls(plan, ledger)
 
     # ------------------------------------------------------------ lifecycle
-
-    @property
-    def name(self) -> str:
-        return self.plan.name
 
     def up(
         self, *, check_reachability: bool = True, progress: Progress | None = None
@@ -196,86 +192,6 @@ class Lab:
     def __exit__(self, *exc: object) -> None:
         if self._owner:
             self.down()
-
-    # ------------------------------------------------------------ use
-
-    def nodes(self) -> list[str]:
-        return list(self.plan.nodes)
-
-    def addr(self, node: str, family: int = 4) -> str:
-        return self.plan.addr(node, family)
-
-    def ns(self, node: str) -> str:
-        return self.plan.node(node).ns
-
-    def node_dir(self, node: str) -> str:
-        """Per-node files of a running lab (daemon configs and logs): gone with the lab."""
-        self.plan.node(node)
-        path = os.path.join(self.ledger.lab_dir(self.name), "nodes", node)
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    def private_run_dir(self, node: str) -> str | None:
-        if not self.plan.private_run and self.plan.node(node).ovs is None:
-            return None
-        path = os.path.join(self.node_dir(node), "run")
-        os.makedirs(path, exist_ok=True)
-        return path
-
-    def start_daemon(self, node: str, argv: Sequence[str], name: str) -> subprocess.Popen[Any]:
-        """A supervised daemon: output to <node dir>/<name>.log, recorded as node/name."""
-        log_path = os.path.join(self.node_dir(node), f"{name}.log")
-        with open(log_path, "ab") as log:
-            return self.popen(
-                node,
-                argv,
-                label=f"{self.name}/{node}/{name}",
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-
-    def daemon_failures(self, lines: int = 20) -> list[tuple[str, str]]:
-        """(label, log tail) of every daemon of this lab (a process of `start_daemon`, which
-        has a log) that is no longer running; a measurement's processes are not daemons."""
-        failed = []
-        for obj in self.ledger.objects(self.name, "process"):
-            label = obj.name.removeprefix(f"{self.name}/")
-            log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
-            if obj.pid and os.path.exists(log) and not process_alive(obj.pid, obj.starttime):
-                failed.append((label, log_tail(log, lines)))
-        return failed
-
-    def exec(
-        self, node: str, argv: Sequence[str], **kwargs: Any
-    ) -> subprocess.CompletedProcess[Any]:
-        """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
-        kwargs.setdefault("text", True)
-        return run.run(self.ns(node), argv, self.private_run_dir(node), **kwargs)
-
-    def popen(
-        self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
-    ) -> subprocess.Popen[Any]:
-        """Start a long-running process in a node, recorded in the ledger by PID."""
-        label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
-        oid = self.ledger.intend_process(self.name, label, node)
-        proc = run.popen(self.ns(node), argv, self.private_run_dir(node), **kwargs)
-        self.ledger.created_process(oid, proc.pid, process_starttime(proc.pid) or 0)
-        return proc
-
-    def exists(self) -> bool:
-        return all(netns.exists(n.ns) for n in self.plan.nodes.values())
-
-
-def log_tail(path: str, lines: int) -> str:
-    """The last lines of a daemon's log, for a crash report."""
-    try:
-        with open(path, errors="replace") as fh:
-            return "".join(fh.readlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
 
 def _json_obj(plan: LabPlan) -> Any:
     import json

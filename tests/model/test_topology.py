@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from netrig.spec import topology
+from netrig.model import topology
 
 
 def links(edges: list[tuple[str, str]]) -> set[frozenset[str]]:

@@ -46,12 +46,12 @@ from pydantic import Field, ValidationError, field_validator
 
 from netrig import measure
 from netrig.lab import faults
+from netrig.model import yamlmarks
+from netrig.model.load import Problem, SpecError, _problems, load_doc
+from netrig.model.models import LabSpec, Seconds, Strict
 from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
 from netrig.plan.runs import sweep_points
-from netrig.spec import yamlmarks
-from netrig.spec.load import Problem, SpecError, _problems, load_doc
-from netrig.spec.models import LabSpec, Seconds, Strict
 
 Path = tuple[str | int, ...]
 Scalar = bool | int | float | str

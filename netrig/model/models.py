@@ -1,6 +1,6 @@
 """The lab file as typed models: what a user may write, with types, ranges and defaults.
 
-Validation and normalisation live here (pydantic v2); the loader (`netrig.spec.load`)
+Validation and normalisation live here (pydantic v2); the loader (`netrig.model.load`)
 turns pydantic's errors into `file:line:col` messages. Nothing here touches the kernel.
 """
 
@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from netrig.spec.units import parse_duration, parse_percent, parse_rate
+from netrig.model.units import parse_duration, parse_percent, parse_rate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MAX_LAB_NAME = 20

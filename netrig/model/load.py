@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from netrig import routing
-from netrig.spec import yamlmarks
-from netrig.spec.models import LabSpec, Link, LinkAttrs, Node
-from netrig.spec.topology import generate
+from netrig.model import yamlmarks
+from netrig.model.models import LabSpec, Link, LinkAttrs, Node
+from netrig.model.topology import generate
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,131 @@
+"""A running lab as the lab core and the plugins see it: its plan, its ledger, its nodes'
+folders, and processes started in its nodes (recorded by PID). The rig's `Lab` adds building
+and routing on top; plugins and faults take a `LabRuntime`, so they need not import the rig.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from netrig.lab import netns, run
+from netrig.lab.ledger import Ledger, process_alive, process_starttime
+from netrig.plan.model import LabPlan
+
+
+class RoutingBehaviour(Protocol):
+    """What the lab core asks of a routing plugin (netrig.routing.RoutingProtocol has it)."""
+
+    name: ClassVar[str]
+    restores_dropped_routes: ClassVar[bool]
+    convergence_timeout: ClassVar[float]
+    poll_interval: float
+
+    def runs_daemons(self) -> bool: ...
+    def start(self, lab: Any) -> None: ...
+    def stop(self, lab: Any) -> None: ...
+    def converged(self, lab: Any) -> bool: ...
+    def pending(self) -> str: ...
+
+
+class LabRuntime:
+    """A lab that exists (or is being built): what plugins and faults work with."""
+
+    def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
+        self.plan = plan
+        self.ledger = ledger or Ledger()
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    @property
+    def protocol(self) -> RoutingBehaviour:
+        """The lab's routing plugin; the rig's Lab provides it."""
+        raise NotImplementedError("a bare LabRuntime has no routing plugin")
+
+    def with_ledger(self, ledger: Ledger) -> LabRuntime:
+        """The same lab through another ledger connection (one per thread: SQLite's rule)."""
+        return type(self)(self.plan, ledger)
+
+    # ------------------------------------------------------------ use
+
+    def nodes(self) -> list[str]:
+        return list(self.plan.nodes)
+
+    def addr(self, node: str, family: int = 4) -> str:
+        return self.plan.addr(node, family)
+
+    def ns(self, node: str) -> str:
+        return self.plan.node(node).ns
+
+    def node_dir(self, node: str) -> str:
+        """Per-node files of a running lab (daemon configs and logs): gone with the lab."""
+        self.plan.node(node)
+        path = os.path.join(self.ledger.lab_dir(self.name), "nodes", node)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def private_run_dir(self, node: str) -> str | None:
+        if not self.plan.private_run and self.plan.node(node).ovs is None:
+            return None
+        path = os.path.join(self.node_dir(node), "run")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def start_daemon(self, node: str, argv: Sequence[str], name: str) -> subprocess.Popen[Any]:
+        """A supervised daemon: output to <node dir>/<name>.log, recorded as node/name."""
+        log_path = os.path.join(self.node_dir(node), f"{name}.log")
+        with open(log_path, "ab") as log:
+            return self.popen(
+                node,
+                argv,
+                label=f"{self.name}/{node}/{name}",
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+    def daemon_failures(self, lines: int = 20) -> list[tuple[str, str]]:
+        """(label, log tail) of every daemon of this lab (a process of `start_daemon`, which
+        has a log) that is no longer running; a measurement's processes are not daemons."""
+        failed = []
+        for obj in self.ledger.objects(self.name, "process"):
+            label = obj.name.removeprefix(f"{self.name}/")
+            log = os.path.join(self.ledger.lab_dir(self.name), "nodes", f"{label}.log")
+            if obj.pid and os.path.exists(log) and not process_alive(obj.pid, obj.starttime):
+                failed.append((label, log_tail(log, lines)))
+        return failed
+
+    def exec(
+        self, node: str, argv: Sequence[str], **kwargs: Any
+    ) -> subprocess.CompletedProcess[Any]:
+        """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
+        kwargs.setdefault("text", True)
+        return run.run(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+
+    def popen(
+        self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
+    ) -> subprocess.Popen[Any]:
+        """Start a long-running process in a node, recorded in the ledger by PID."""
+        label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
+        oid = self.ledger.intend_process(self.name, label, node)
+        proc = run.popen(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+        self.ledger.created_process(oid, proc.pid, process_starttime(proc.pid) or 0)
+        return proc
+
+    def exists(self) -> bool:
+        return all(netns.exists(n.ns) for n in self.plan.nodes.values())
+
+
+def log_tail(path: str, lines: int) -> str:
+    """The last lines of a daemon's log, for a crash report."""
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
