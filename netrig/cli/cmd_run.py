@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import signal
 import sys
 
 import click
@@ -23,8 +24,6 @@ from netrig.experiment import summary
 from netrig.model.experiment import Experiment
 from netrig.plan.runs import PlannedRun, measured, plan_runs
 from netrig.results.store import ResultStore, StoreError
-
-EXIT_INTERRUPTED = 130
 
 
 def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -116,11 +115,13 @@ def run(
     on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
     iperf3, ping, command, pps (--measurements lists their options).
 
-    Ctrl-C stops the current run cleanly: the lab is removed, finished runs are
-    kept, the interrupted run is stored as interrupted; `--resume` continues.
+    Ctrl-C (or SIGTERM, SIGHUP) stops the current run cleanly: the lab is removed,
+    finished runs are kept, the interrupted run is stored as interrupted; `--resume`
+    continues.
 
     Exit codes: 0 every run succeeded, 1 some run failed (or the lab could not be
-    built), 2 bad input, 130 interrupted.
+    built), 2 bad input, 128 + the signal's number when interrupted (130 Ctrl-C,
+    143 SIGTERM, 129 SIGHUP).
     """
     from netrig.experiment.progress import RichReporter
     from netrig.experiment.runner import run_experiment
@@ -155,7 +156,7 @@ def run(
             + (f" --db {db}" if db != "netrig.db" else ""),
             soft_wrap=True,
         )
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     if exp.stop_on_failure:
         last = f"the last point that worked: {outcome.last_ok or 'none'}"
         if outcome.stopped_at:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, reports_errors
+from netrig.cli.common import console, err_console, fail, reports_errors
 from netrig.plan.model import LabPlan
 from netrig.rig import Lab
 
@@ -27,9 +28,13 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     and (unless --no-check) every pair of nodes the routing promises to connect
     answering pings. The lab stays up until `netrig down NAME`.
 
+    Ctrl-C, SIGTERM or SIGHUP removes the partial lab (exit 130, 143, 129).
+
     FILE may also be an experiment file (with `measure:`): its lab is built as for the
     first point of its sweep, and nothing is measured (that is `netrig run`).
     """
+    from netrig.experiment.interrupt import StopSignal
+
     lab = _lab_of(file)
 
     def progress(msg: str) -> None:
@@ -37,7 +42,19 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
             err_console.print(f"[dim]… {msg}[/]")
 
     started = time.perf_counter()
-    timings = lab.up(check_reachability=not no_check, progress=progress)
+    with StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
+        try:
+            with stop.armed():
+                timings = lab.up(check_reachability=not no_check, progress=progress)
+        except KeyboardInterrupt:
+            _remove_if_ours(lab)
+            fail(
+                f"interrupted ({stop.name or 'SIGINT'}); the partial lab was removed",
+                stop.exit_code,
+            )
+        if stop.requested:  # came while up() was finishing: the user still wants no lab
+            lab.down()
+            fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
     wall = time.perf_counter() - started
     if not quiet:
         console.print(node_table(lab.plan))
@@ -52,10 +69,16 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     )
 
 
+def _remove_if_ours(lab: Lab) -> None:
+    """Lab.up removes what it built when interrupted; a signal landing just before its
+    clean-up could start (between the ledger's lab row and the `try`) is covered here."""
+    record = lab.ledger.lab(lab.name)
+    if record is not None and record.pid == os.getpid() and record.state == "building":
+        lab.down()
+
+
 def _lab_of(file: str) -> Lab:
     """A lab file's lab, or the lab of an experiment file's first sweep point."""
-    import os
-
     import yaml
 
     from netrig.model.experiment import EXPERIMENT_KEYS, load_experiment

@@ -1,4 +1,8 @@
-"""Ctrl-C (SIGINT) and SIGTERM as a clean stop, not an exception at a random line.
+"""Ctrl-C (SIGINT), SIGTERM and SIGHUP as a clean stop, not an exception at a random line.
+
+SIGTERM is what timeout(1), systemd and CI runners send; SIGHUP what a closed terminal or
+ssh session sends: both mean the same as Ctrl-C, and the command exits 128 + the signal's
+number (130, 143, 129), as a shell would report it.
 
 While a measurement or a pause runs (inside `armed()`), the signal raises KeyboardInterrupt
 at once: subprocess.run kills its child and each plugin ends its servers in `finally`.
@@ -14,7 +18,7 @@ from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class StopSignal:
@@ -43,6 +47,11 @@ class StopSignal:
     @property
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum else ""
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number (130 for Ctrl-C), what a shell shows for it."""
+        return 128 + (self.signum or signal.SIGINT)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:

@@ -94,7 +94,7 @@ def test_kill_9_mid_setup_then_clean_restores_the_host(tmp_path, lab_name) -> No
         subprocess.run(["ip", "link", "del", host_veth], check=False)
 
 
-def test_sigterm_during_up_removes_the_partial_lab(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_c_during_up_of_1500_nodes_removes_the_partial_lab(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
     path = write_lab(tmp_path, lab_name, "topology: {kind: ring, nodes: 1500}\n")
     proc = subprocess.Popen(
         [sys.executable, "-m", "netrig", "up", "-q", path],
