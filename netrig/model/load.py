@@ -237,9 +237,13 @@ def _problems(
 ) -> list[Problem]:
     problems = []
     for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_tag(p))
-        path = (*prefix, *loc)
         kind = err["type"]
+        # an unknown key is the user's own word (even "a[b]" or "int"), never a pydantic tag
+        raw, last = (
+            (err["loc"][:-1], err["loc"][-1:]) if kind == "extra_forbidden" else (err["loc"], ())
+        )
+        loc = (*(p for p in raw if isinstance(p, int) or not _is_tag(p)), *last)
+        path = (*prefix, *loc)
         if kind == "extra_forbidden":
             fields = _fields_at(model, loc[:-1])
             hint = _did_you_mean(loc[-1], fields) if fields else ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 # tc's convention: "bit" units are bits per second, "bps" units are BYTES per second.
 _RATE_UNITS = {
@@ -26,8 +28,18 @@ _TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec
 _NUMBER = r"(\d+(?:\.\d+)?)"
 
 
+def _text_or_number(value: Any, what: str, example: str) -> str | int | float:
+    """A YAML value may be anything (null, a list, nan): refuse what is no text or number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a {what}; write e.g. {example}")
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a {what}; write e.g. {example}")
+    return value
+
+
 def parse_rate(text: str | int | float) -> int:
     """'100mbit' → 100_000_000 bit/s (tc units; '1mbps' is one megaBYTE per second)."""
+    text = _text_or_number(text, "rate", "100mbit")
     if isinstance(text, int | float):
         if text <= 0:
             raise ValueError("a rate must be positive")
@@ -46,6 +58,7 @@ def parse_rate(text: str | int | float) -> int:
 
 def parse_duration(text: str | int | float) -> float:
     """'10ms' → 0.01 seconds; a bare number is seconds."""
+    text = _text_or_number(text, "duration", "10ms, 1.5s")
     if isinstance(text, int | float):
         return float(text)
     m = re.fullmatch(_NUMBER + r"\s*([a-z]*)", text.strip())
@@ -56,6 +69,7 @@ def parse_duration(text: str | int | float) -> float:
 
 def parse_percent(text: str | int | float) -> float:
     """'1%' or 1 → 1.0 (percent)."""
+    text = _text_or_number(text, "percentage", "1% or 0.5%")
     value = float(text) if isinstance(text, int | float) else None
     if value is None:
         m = re.fullmatch(_NUMBER + r"\s*%?", str(text).strip())

@@ -1,7 +1,9 @@
-"""YAML loading that remembers where every key and value stood, for file:line:col errors."""
+"""YAML loading that remembers where every key and value stood, for file:line:col errors,
+within bounds (size, values, depth, alias expansion) so a hostile file is answered at once."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,45 +53,203 @@ class YamlSyntaxError(ValueError):
         self.message = message
 
 
+# Bounds that make any file cheap to answer, whatever it holds: a lab or experiment file is a
+# few KB, and a topology generator writes the big labs. Aliases count as the values they stand
+# for, so a "billion laughs" file (anchors of lists of aliases of anchors…) is refused at the
+# first alias that crosses the bound, instead of being expanded.
+MAX_FILE_BYTES = 1 << 20
+MAX_VALUES = 200_000
+MAX_DEPTH = 64
+
+_STR = "tag:yaml.org,2002:str"
+_STANDARD_COLLECTIONS = {None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"}
+_Parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 4x faster
+
+
 def load(text: str, file: str = "<string>") -> MarkedDoc:
+    """Parse text into plain data and marks, within MAX_VALUES values and MAX_DEPTH levels."""
+    if len(text) > MAX_FILE_BYTES:
+        raise YamlSyntaxError(
+            f"{file}:1:1",
+            f"file too large ({len(text)} characters; at most {MAX_FILE_BYTES}): a lab or "
+            "experiment file is a few KB; use a topology generator for big labs",
+        )
+    doc = MarkedDoc(None, file, {}, {})
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = _Builder(doc).build(yaml.parse(text, Loader=_Parser))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else f"{file}:1:1"
         raise YamlSyntaxError(where, f"YAML syntax error: {exc.problem}") from None
-    doc = MarkedDoc(None, file, {}, {})
-    if node is None:
-        doc.data = {}
-        return doc
-    doc.data = _convert(node, (), doc)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, …)
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise YamlSyntaxError(
+            f"{file}:{line}:{col}", f"YAML: character {exc.character!r} is not allowed"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(f"{file}:1:1", f"YAML error: {exc}") from None
+    doc.data = {} if data is None else data
     return doc
 
 
 def load_file(path: str) -> MarkedDoc:
     with open(path, encoding="utf-8") as fh:
-        return load(fh.read(), path)
+        text = fh.read(MAX_FILE_BYTES + 1)
+    return load(text, path)
 
 
-def _mark(node: yaml.Node) -> Mark:
-    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+def _mark(mark: Any) -> Mark:
+    return Mark(mark.line + 1, mark.column + 1)
 
 
 _constructor = yaml.SafeLoader("")
 
 
-def _convert(node: yaml.Node, path: Path, doc: MarkedDoc) -> Any:
-    doc.value_marks[path] = _mark(node)
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = _constructor.construct_object(key_node, deep=True)
-            if key in out:
-                where = f"{doc.file}:{_mark(key_node).line}:{_mark(key_node).col}"
-                raise YamlSyntaxError(where, f"duplicate key {key!r}")
-            doc.key_marks[(*path, key)] = _mark(key_node)
-            out[key] = _convert(value_node, (*path, key), doc)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, (*path, i), doc) for i, item in enumerate(node.value)]
-    return _constructor.construct_object(node, deep=True)
+class _Frame:
+    """An open mapping or sequence while its events arrive."""
+
+    __slots__ = ("anchor", "container", "key", "key_mark", "path", "size")
+
+    def __init__(self, container: Any, path: Path, anchor: str | None) -> None:
+        self.container = container
+        self.path = path
+        self.anchor = anchor
+        self.key: Any = _NO_KEY
+        self.key_mark: Mark | None = None
+        self.size = 1  # values in this subtree, itself included
+
+
+_NO_KEY = object()
+
+
+class _Builder:
+    """Plain data from the parser's events, iteratively (no recursion to exhaust), with the
+    position of every path, a budget of values that aliases draw from too, and a depth bound."""
+
+    def __init__(self, doc: MarkedDoc) -> None:
+        self.doc = doc
+        self.values = 0
+        self.anchors: dict[str, tuple[Any, int]] = {}  # anchor → (value, values it holds)
+        self.stack: list[_Frame] = []
+        self.root: Any = None
+        self.documents = 0
+
+    def where(self, mark: Any) -> str:
+        m = _mark(mark)
+        return f"{self.doc.file}:{m.line}:{m.col}"
+
+    def build(self, events: Any) -> Any:
+        for event in events:
+            if isinstance(event, yaml.DocumentStartEvent):
+                self.documents += 1
+                if self.documents > 1:
+                    raise YamlSyntaxError(
+                        self.where(event.start_mark), "one YAML document per file (found a `---`)"
+                    )
+            elif isinstance(event, yaml.ScalarEvent):
+                self.add(self.scalar(event), 1, event, event.anchor)
+            elif isinstance(event, yaml.AliasEvent):
+                self.alias(event)
+            elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+                self.open(event)
+            elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                frame = self.stack.pop()
+                if frame.anchor is not None:
+                    self.anchors[frame.anchor] = (frame.container, frame.size)
+                self.attach(frame.container, frame.size, event)
+        return self.root
+
+    def count(self, n: int, event: Any, what: str) -> None:
+        self.values += n
+        if self.values > MAX_VALUES:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), f"{what}: more than {MAX_VALUES} values in the file"
+            )
+
+    def path(self, event: Any) -> Path | None:
+        """The path a value starting now gets (None: it is a mapping key)."""
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        if isinstance(top.container, list):
+            return (*top.path, len(top.container))
+        return None if top.key is _NO_KEY else (*top.path, top.key)
+
+    def open(self, event: Any) -> None:
+        if event.tag not in _STANDARD_COLLECTIONS:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), f"YAML tag {event.tag} not supported"
+            )
+        path = self.path(event)
+        if path is None:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), "a mapping key must be a plain value"
+            )
+        if len(self.stack) >= MAX_DEPTH:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), f"nested more than {MAX_DEPTH} levels deep"
+            )
+        self.count(1, event, "too many values")
+        self.doc.value_marks[path] = _mark(event.start_mark)
+        container: Any = {} if isinstance(event, yaml.MappingStartEvent) else []
+        self.stack.append(_Frame(container, path, event.anchor))
+
+    def scalar(self, event: yaml.ScalarEvent) -> Any:
+        self.count(1, event, "too many values")
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _constructor.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag == _STR:
+            return event.value
+        construct = _constructor.yaml_constructors.get(tag)
+        if construct is None or tag.endswith((":map", ":seq", ":omap", ":pairs", ":set")):
+            raise YamlSyntaxError(self.where(event.start_mark), f"YAML tag {tag} not supported")
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        try:
+            return construct(_constructor, node)
+        except (yaml.YAMLError, ValueError, OverflowError, TypeError) as exc:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), f"not a valid {tag.rsplit(':', 1)[-1]}: {exc}"
+            ) from None
+
+    def alias(self, event: yaml.AliasEvent) -> None:
+        if event.anchor not in self.anchors:
+            raise YamlSyntaxError(
+                self.where(event.start_mark), f"alias *{event.anchor} names no anchor before it"
+            )
+        value, size = self.anchors[event.anchor]
+        self.count(size, event, f"alias *{event.anchor} expands the file")
+        if size > 1:
+            value = copy.deepcopy(value)  # each use its own copy, as if written out
+        self.add(value, size, event, None)
+
+    def add(self, value: Any, size: int, event: Any, anchor: str | None) -> None:
+        if anchor is not None:
+            self.anchors[anchor] = (value, size)
+        path = self.path(event)
+        if path is not None:
+            self.doc.value_marks[path] = _mark(event.start_mark)
+        self.attach(value, size, event)
+
+    def attach(self, value: Any, size: int, event: Any) -> None:
+        """Put a finished value into the open container (or make it the document)."""
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        top.size += size
+        if isinstance(top.container, list):
+            top.container.append(value)
+        elif top.key is _NO_KEY:
+            if isinstance(value, dict | list):
+                raise YamlSyntaxError(
+                    self.where(event.start_mark), "a mapping key must be a plain value"
+                )
+            if value in top.container:
+                raise YamlSyntaxError(self.where(event.start_mark), f"duplicate key {value!r}")
+            top.key, top.key_mark = value, _mark(event.start_mark)
+            self.doc.key_marks[(*top.path, value)] = top.key_mark
+        else:
+            top.container[top.key] = value
+            top.key = _NO_KEY
