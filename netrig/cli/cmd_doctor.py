@@ -42,8 +42,9 @@ def _split_only(only: tuple[str, ...]) -> tuple[list[str] | None, list[str] | No
 
 
 def _features_table(results: dict[str, FeatureResult]) -> Table:
-    table = Table(title="Kernel features (each tried in a throwaway namespace)",
-                  title_justify="left")
+    table = Table(
+        title="Kernel features (each tried in a throwaway namespace)", title_justify="left"
+    )
     table.add_column("", no_wrap=True)
     table.add_column("feature", no_wrap=True)
     table.add_column("what the kernel said", ratio=3)
@@ -82,9 +83,12 @@ def _print_summary(console: Console, summary: Summary, seconds: float) -> None:
 @cli.command("doctor")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print one JSON document, no tables.")
 @click.option(
-    "--only", "only", multiple=True, metavar="NAME[,NAME…]",
+    "--only",
+    "only",
+    multiple=True,
+    metavar="NAME[,NAME…]",
     help="Check only these features/tools (repeatable or comma-separated), e.g. "
-         "--only netem,veth --only iperf3.",
+    "--only netem,veth --only iperf3.",
 )
 def doctor(as_json_flag: bool, only: tuple[str, ...]) -> None:
     """Show which kernel features and tools this host has, and how to get the missing ones.

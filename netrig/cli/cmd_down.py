@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, reports_errors
+from netrig.cli.common import console, err_console, reports_errors, require_root
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
 
@@ -15,6 +15,7 @@ from netrig.lab.teardown import teardown
 @reports_errors
 def down(labs: tuple[str, ...]) -> None:
     """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine."""
+    require_root("down")
     ledger = Ledger()
     known = set(ledger.all_lab_names())
     unknown = [name for name in labs if name not in known]
@@ -40,6 +41,7 @@ def clean(labs: tuple[str, ...], force: bool) -> None:
     whose building process is still running (an experiment in progress) is kept unless
     --force is given.
     """
+    require_root("clean")
     ledger = Ledger()
     names = []
     known = ledger.all_lab_names()

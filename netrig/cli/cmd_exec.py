@@ -8,7 +8,7 @@ import sys
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import reports_errors
+from netrig.cli.common import reports_errors, require_root
 from netrig.rig import Lab
 
 
@@ -22,6 +22,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
 
     Example: netrig exec ring n1 -- ping -c1 198.18.0.5
     """
+    require_root("exec")
     running = Lab.attach(lab)
     running.plan.node(node)  # a clear error for an unknown node
     try:
@@ -38,6 +39,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
 @reports_errors
 def shell(lab: str, node: str) -> None:
     """Open an interactive shell in NODE of LAB (exit it to return)."""
+    require_root("shell")
     running = Lab.attach(lab)
     running.plan.node(node)
     env = dict(os.environ, NETRIG_LAB=lab, NETRIG_NODE=node, PS1=f"[{lab}:{node}] \\w# ")

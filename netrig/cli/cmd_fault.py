@@ -11,7 +11,7 @@ import time
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, reports_errors
+from netrig.cli.common import console, reports_errors, require_root
 from netrig.lab import faults
 from netrig.rig import Lab
 
@@ -28,6 +28,7 @@ def link(lab: str, a: str, b: str, state: str) -> None:
     Bringing it up restores what the kernel dropped with it (IPv6 addresses, fixed
     neighbour entries); the routing protocol does the rest.
     """
+    require_root("link")
     running = Lab.attach(lab)
     started = time.perf_counter()
     found = faults.set_link(running, a, b, up=state == "up")
@@ -49,6 +50,7 @@ def node(lab: str, node: str, action: str) -> None:
     Stop ends them by PID (SIGTERM, then SIGKILL after a grace period); start runs them
     again with the configuration they had. Links and addresses stay as they are.
     """
+    require_root("node")
     running = Lab.attach(lab)
     if action == "stop":
         stopped = faults.stop_node(running, node)

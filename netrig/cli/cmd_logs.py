@@ -7,7 +7,7 @@ import os
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, reports_errors
+from netrig.cli.common import console, reports_errors, require_root
 from netrig.lab.build import BadInput
 from netrig.lab.ledger import process_alive
 from netrig.rig import Lab
@@ -26,6 +26,7 @@ def logs(lab: str, node: str, daemon: str | None, lines: int) -> None:
     """Print the logs of NODE's daemons in LAB (or of DAEMON only), each under a header
     that says whether it is running. Lines starting with `# netrig` are netrig's own
     (starts and stops)."""
+    require_root("logs")
     running = Lab.attach(lab)
     where = running.node_dir(node)
     names = sorted(f[: -len(".log")] for f in os.listdir(where) if f.endswith(".log"))

@@ -19,6 +19,7 @@ from netrig.cli.common import (
     err_console,
     fail,
     reports_errors,
+    require_root,
 )
 from netrig.experiment import summary
 from netrig.model.experiment import Experiment
@@ -133,6 +134,8 @@ def run(
         if not eq or not name.strip():
             fail(f"--set {item!r}: write NAME=VALUE", EXIT_BAD_INPUT)
         overrides[name.strip()] = value
+    if not dry_run:
+        require_root("run")  # --dry-run creates nothing and works as any user
     exp = load_experiment(file, overrides, repeat)
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
     if dry_run:

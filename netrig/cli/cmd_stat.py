@@ -284,9 +284,7 @@ def run(
     from netrig.stats.ministat import PlotError, RenderOptions, render, usage_text
 
     try:
-        inv = parse_command_line(
-            argv, default_width=default_width, posixly_correct=posixly_correct
-        )
+        inv = parse_command_line(argv, default_width=default_width, posixly_correct=posixly_correct)
         source = _Stdin(stdin)
         datasets = [_load(p, inv, source) for p in (inv.files or [b"-"])]
         opts = RenderOptions(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from rich.table import Table
@@ -9,7 +10,7 @@ from rich.table import Table
 from netrig.cli import cli
 from netrig.cli.common import console, reports_errors
 from netrig.lab import netns
-from netrig.lab.ledger import Ledger
+from netrig.lab.ledger import STATE_DIR, Ledger
 
 
 def _age(seconds: float) -> str:
@@ -23,6 +24,9 @@ def _age(seconds: float) -> str:
 @reports_errors
 def status() -> None:
     """List labs: name, state, node count, age, and the file they came from."""
+    if not os.path.exists(os.path.join(STATE_DIR, "ledger.sqlite")):
+        console.print("no labs are up")  # never made one (any user may ask; only root makes)
+        return
     ledger = Ledger()
     labs = ledger.labs()
     if not labs:

@@ -6,7 +6,14 @@ import click
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
+from netrig.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    console,
+    fail,
+    reports_errors,
+    require_root,
+)
 from netrig.lab.trace import IPPROTO, Tracer, count_paths
 from netrig.rig import Lab
 
@@ -35,6 +42,7 @@ def trace(
     Each hop is the kernel's own forwarding decision for the flow, multipath hash
     included, so `--count` shows how equal-cost paths share the traffic.
     """
+    require_root("trace")
     running = Lab.attach(lab)
     plan = running.plan
     plan.node(src)

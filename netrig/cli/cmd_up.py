@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, fail, reports_errors
+from netrig.cli.common import console, err_console, fail, reports_errors, require_root
 from netrig.plan.model import LabPlan
 from netrig.rig import Lab
 
@@ -33,6 +33,7 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     FILE may also be an experiment file (with `measure:`): its lab is built as for the
     first point of its sweep, and nothing is measured (that is `netrig run`).
     """
+    require_root("up")
     from netrig.experiment.interrupt import StopSignal
 
     lab = _lab_of(file)

@@ -23,6 +23,19 @@ def fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def require_root(command: str) -> None:
+    """Commands that make, enter or remove namespaces say so at once when not root, before
+    touching anything (the ledger included): one line, exit 2."""
+    import os
+
+    if os.geteuid() != 0:
+        fail(
+            f"netrig {command} needs root (it makes, enters or removes network namespaces); "
+            "run it as root, e.g. with sudo",
+            EXIT_BAD_INPUT,
+        )
+
+
 def reports_errors(fn: F) -> F:
     """Turn netrig's exceptions into one clear message and the documented exit code."""
 

@@ -1,0 +1,141 @@
+"""As a real unprivileged user: commands that need root say so in one line (exit 2) before
+touching anything; the others (validate, stat, compare, plot, report, results, status,
+run --dry-run, doctor) work."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from netrig.lab import netns
+from netrig.lab.ledger import Ledger
+from netrig.results.sample import Sample
+from netrig.results.store import ResultStore
+from tests.conftest import new_lab_name, requires_root
+from tests.unprivileged import as_nobody, nobody_dir
+
+__all__ = ["nobody_dir"]  # the fixture, imported for the tests here
+
+pytestmark = requires_root  # root builds the lab and the store that nobody then meets
+
+
+def _one_line_needs_root(result, command: str) -> None:  # type: ignore[no-untyped-def]
+    assert result.returncode == 2, (command, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"netrig {command} needs root" in lines[0], result.stderr
+
+
+def test_commands_that_need_root_refuse_before_touching_anything(
+    make_lab, nobody_dir: Path
+) -> None:
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3}})
+    other = new_lab_name()
+    (nobody_dir / "lab.yaml").write_text(f"name: {other}\ntopology: {{kind: pair}}\n")
+    (nobody_dir / "exp.yaml").write_text(
+        f"name: {other}\ntopology: {{kind: pair}}\nmeasure:\n  - ping: {{src: n1, dst: n2}}\n"
+    )
+    commands = {
+        "up": ["up", "lab.yaml"],
+        "run": ["run", "exp.yaml", "--db", "r.db"],
+        "down": ["down", lab.name],
+        "clean": ["clean", "--force", lab.name],
+        "exec": ["exec", lab.name, "n1", "--", "true"],
+        "shell": ["shell", lab.name, "n1"],
+        "trace": ["trace", lab.name, "n1", "n3"],
+        "link": ["link", lab.name, "n1", "n2", "down"],
+        "node": ["node", lab.name, "n2", "stop"],
+        "logs": ["logs", lab.name, "n1"],
+    }
+    for command, args in commands.items():
+        _one_line_needs_root(as_nobody(*args, cwd=nobody_dir), command)
+    # nothing touched: the lab is whole and up, the other lab never began, no database
+    assert sorted(n.ns for n in lab.plan.nodes.values()) == sorted(
+        ns for ns in netns.list_names() if ns.startswith(lab.name + "-")
+    )
+    ledger = Ledger()
+    try:
+        record = ledger.lab(lab.name)
+        assert record is not None and record.state == "up"
+        assert other not in ledger.all_lab_names()
+    finally:
+        ledger.close()
+    assert not (nobody_dir / "r.db").exists()
+    assert lab.exec("n1", ["ping", "-c1", "-W2", lab.addr("n3")]).returncode == 0
+
+
+def test_without_a_ledger_nobody_gets_the_same_line_and_status_says_no_labs(
+    nobody_dir: Path,
+) -> None:
+    """A fresh host (no /run/netrig yet, and nobody may not make it): no sqlite or
+    permission traceback from opening the ledger."""
+    (nobody_dir / "lab.yaml").write_text("name: fresh\ntopology: {kind: pair}\n")
+    env = {"NETRIG_STATE_DIR": "/run/netrig-never-made"}
+    _one_line_needs_root(as_nobody("up", "lab.yaml", cwd=nobody_dir, env=env), "up")
+    _one_line_needs_root(as_nobody("down", "fresh", cwd=nobody_dir, env=env), "down")
+    status = as_nobody("status", cwd=nobody_dir, env=env)
+    assert status.returncode == 0 and "no labs are up" in status.stdout, status.stderr
+    assert not os.path.exists("/run/netrig-never-made")
+
+
+@pytest.fixture
+def stored(nobody_dir: Path) -> Path:
+    """A results database root wrote (read-only for nobody), two experiments."""
+    db = nobody_dir / "root.db"
+    with ResultStore(db) as store:
+        for name, rates in (("before", [9.1, 9.3, 9.2, 9.0]), ("after", [8.1, 8.2, 8.0, 8.3])):
+            eid = store.begin_experiment(name, f"name: {name}\n", {"kernel": "x"})
+            for rep, rate in enumerate(rates):
+                samples = {"iperf3": [Sample("throughput", rate * 1e9, "bit/s")]}
+                store.record_run(eid, {}, rep, "ok", samples)
+            store.finish_experiment(eid, "ok")
+    db.chmod(0o644)
+    return db
+
+
+def test_commands_without_root_work_as_any_user(
+    make_lab, nobody_dir: Path, stored: Path
+) -> None:
+    lab = make_lab({"topology": {"kind": "pair"}})
+    (nobody_dir / "lab.yaml").write_text("name: anyuser\ntopology: {kind: ring, nodes: 5}\n")
+    (nobody_dir / "exp.yaml").write_text(
+        "name: anyuser\ntopology: {kind: pair}\nmeasure:\n  - ping: {src: n1, dst: n2}\n"
+    )
+    (nobody_dir / "a.txt").write_text("1\n2\n3\n4\n")
+    (nobody_dir / "b.txt").write_text("5\n6\n7\n8\n")
+    db = str(stored)
+
+    def ok(*args: str) -> str:
+        result = as_nobody(*args, cwd=nobody_dir)
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+        return result.stdout
+
+    assert "ok lab.yaml" in ok("validate", "lab.yaml")
+    assert "1 runs" in ok("run", "exp.yaml", "--dry-run", "--repeat", "1")
+    assert lab.name in ok("status")
+    assert "Difference at 95.0% confidence" in ok("stat", "a.txt", "b.txt")
+    assert "before" in ok("results", "list", "--db", db)
+    assert "throughput" in ok("results", "show", "after", "--db", db)
+    rows = json.loads(ok("results", "export", "--format", "json", "--db", db))
+    assert rows  # parsed; its content is compared with the store in tests/results
+    assert "throughput" in ok("compare", "before", "after", "--db", db)
+    ok("plot", "after", "--kind", "box", "--y", "throughput", "-o", "p.png", "--db", db)
+    assert (nobody_dir / "p.png").stat().st_size > 1000
+    ok("report", "after", "-o", "r.html", "--db", db)
+    assert "<html" in (nobody_dir / "r.html").read_text().lower()
+    # nobody read the store without changing it
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT count(*) FROM runs").fetchone() == (8,)
+
+
+def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: Path) -> None:
+    result = as_nobody("doctor", "--json", "--only", "root", cwd=nobody_dir)
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is False
+    assert doc["tools"]["root"]["found"] is False and "root" in doc["tools"]["root"]["fix"]
