@@ -296,6 +296,7 @@ def run_experiment(
     with StopSignal() as stop:  # from here on a signal is a clean stop
         if resume:
             eid = find_resumable(store, exp)
+            store.resume_experiment(eid)  # running again, owned by this process
             done = {(index[k], rep) for k, rep in store.completed_points(eid) if k in index}
             todo = remaining(runs, done)
         else:

@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
 
+from netrig.results import owner
 from netrig.results.sample import Sample
 
 RunStatus = Literal["ok", "failed", "interrupted"]
@@ -86,6 +87,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX outputs_by_run ON outputs(run_id)",
     ),
+    # v4: the process running an experiment (see results/owner.py), so a 'running' one
+    # whose process died reads as interrupted.
+    ("ALTER TABLE experiments ADD COLUMN owner TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -231,9 +235,9 @@ class ResultStore:
         facts = json.dumps(dict(host_facts), sort_keys=True)
         with self._transaction() as db:
             cursor = db.execute(
-                "INSERT INTO experiments (name, file_text, file_hash, started, host_facts)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (name, file_text, file_hash, _iso(_now()), facts),
+                "INSERT INTO experiments (name, file_text, file_hash, started, host_facts, owner)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (name, file_text, file_hash, _iso(_now()), facts, owner.current()),
             )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
@@ -302,6 +306,14 @@ class ResultStore:
             )
         return run_id
 
+    def resume_experiment(self, experiment_id: int) -> None:
+        """This process continues the experiment (`--resume`): running again, owned by it."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE experiments SET status = 'running', ended = NULL, owner = ? WHERE id = ?",
+                (owner.current(), experiment_id),
+            )
+
     def finish_experiment(self, experiment_id: int, status: ExperimentStatus) -> None:
         """Mark an experiment as ended with `status` ('ok', 'failed' or 'interrupted')."""
         if status not in EXPERIMENT_STATUSES or status == "running":
@@ -320,10 +332,13 @@ class ResultStore:
 
     @staticmethod
     def _experiment(row: sqlite3.Row) -> Experiment:
+        status = row["status"]
+        if status == "running" and owner.alive(row["owner"]) is False:
+            status = "interrupted"  # its process died without saying so (kill -9, crash)
         return Experiment(
             id=row["id"], name=row["name"], file_text=row["file_text"],
             file_hash=row["file_hash"], started=datetime.fromisoformat(row["started"]),
-            ended=_from_iso(row["ended"]), status=row["status"],
+            ended=_from_iso(row["ended"]), status=status,
             host_facts=json.loads(row["host_facts"]),
         )
 
