@@ -5,3 +5,18 @@ Data flow: spec (YAML → typed models) → plan (addresses, routes) → lab (ne
 """
 
 __version__ = "0.1.0"
+
+
+def _sbin_on_path() -> None:
+    """A non-login root shell (su, cron, a CI step) may lack the sbin directories where ip,
+    tc, nft, bird and babeld live: netrig, and every program it starts, looks there too
+    (appended, so the user's own PATH still comes first)."""
+    import os
+
+    path = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    extra = [d for d in ("/usr/local/sbin", "/usr/sbin", "/sbin") if d not in path]
+    if extra:
+        os.environ["PATH"] = os.pathsep.join([*path, *extra])
+
+
+_sbin_on_path()

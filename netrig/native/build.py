@@ -41,7 +41,9 @@ def missing() -> list[str]:
     return out
 
 
-def _cached(source: str, suffix: str, flags: list[str], libs: list[str]) -> str:
+def _cached(
+    source: str, suffix: str, flags: list[str], libs: list[str], compiler: str = "clang"
+) -> str:
     path = os.path.join(SRC_DIR, source)
     with open(path, "rb") as fh:
         digest = hashlib.sha256(fh.read() + " ".join(flags + libs).encode()).hexdigest()[:16]
@@ -49,7 +51,7 @@ def _cached(source: str, suffix: str, flags: list[str], libs: list[str]) -> str:
     target = os.path.join(CACHE_DIR, f"{stem}-{digest}{suffix}")
     if os.path.exists(target):
         return target
-    lacking = missing()
+    lacking = missing() if compiler == "clang" else [] if shutil.which(compiler) else ["gcc"]
     if lacking:
         raise BuildError(
             f"building {source} needs {', '.join(lacking)}; install with: "
@@ -59,10 +61,10 @@ def _cached(source: str, suffix: str, flags: list[str], libs: list[str]) -> str:
     fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, prefix=f".{stem}-")
     os.close(fd)
     try:
-        argv = ["clang", *flags, path, "-o", tmp, *libs]
+        argv = [compiler, *flags, path, "-o", tmp, *libs]
         done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:
-            raise BuildError(f"clang failed on {source}:\n{done.stderr[-4000:]}")
+            raise BuildError(f"{compiler} failed on {source}:\n{done.stderr[-4000:]}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
     finally:
@@ -79,3 +81,9 @@ def bpf_object(name: str) -> str:
 def helper() -> str:
     """Path of the compiled netrig-xdp program (libbpf loader, UDP sender and receiver)."""
     return _cached("netrig_xdp.c", "", HELPER_FLAGS, HELPER_LIBS)
+
+
+def nsexec() -> str:
+    """Path of the compiled netrig-nsexec program (enters a node, then execs; see its source).
+    Plain C with libc only: gcc, no BPF headers."""
+    return _cached("netrig_nsexec.c", "", HELPER_FLAGS, [], compiler="gcc")

@@ -1,0 +1,58 @@
+// netrig-nsexec: run a program inside a lab node, as `ip netns exec` does.
+//
+//   netrig-nsexec NSPATH RUNDIR|- PROGRAM [ARG...]
+//
+// Enters the network namespace mounted at NSPATH, unshares a mount namespace that does not
+// propagate back to the host, mounts a sysfs that shows the node's devices, bind-mounts
+// RUNDIR over /run (unless "-"), then execs PROGRAM (an absolute path: the caller resolves
+// it, so "command not found" is reported in the caller, as subprocess does).
+//
+// netrig starts it with a plain subprocess (posix_spawn/vfork, no Python code between fork
+// and exec): Python documents preexec_fn as unsafe when threads run, and netrig's runner
+// starts processes from several threads at once. Exit 125 (with a message) when the node
+// cannot be entered, 126/127 when PROGRAM cannot be run, as env(1) and nsenter(1) do.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+static int fail(const char *what, const char *arg)
+{
+	fprintf(stderr, "netrig-nsexec: %s %s: %s\n", what, arg, strerror(errno));
+	return 125;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: netrig-nsexec NSPATH RUNDIR|- PROGRAM [ARG...]\n");
+		return 125;
+	}
+	const char *ns_path = argv[1], *run_dir = argv[2];
+	int fd = open(ns_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail("open", ns_path);
+	if (setns(fd, CLONE_NEWNET) != 0)
+		return fail("setns", ns_path);
+	close(fd);
+	if (unshare(CLONE_NEWNS) != 0)
+		return fail("unshare", "mount namespace");
+	if (mount("", "/", NULL, MS_SLAVE | MS_REC, NULL) != 0)
+		return fail("mount", "/ (slave)");
+	// a sysfs that shows the host's devices is a nuisance, not an error
+	char name[4096];
+	snprintf(name, sizeof name, "%s", ns_path);
+	if (umount2("/sys", MNT_DETACH) == 0)
+		(void)mount(basename(name), "/sys", "sysfs", 0, NULL);
+	if (strcmp(run_dir, "-") != 0 && mount(run_dir, "/run", NULL, MS_BIND, NULL) != 0)
+		return fail("bind-mount /run from", run_dir);
+	execv(argv[3], argv + 3);
+	int code = errno == ENOENT ? 127 : 126;
+	fprintf(stderr, "netrig-nsexec: %s: %s\n", argv[3], strerror(errno));
+	return code;
+}
