@@ -62,7 +62,7 @@ main() {
         test)
             ruff check netrig tests benchmarks
             set +e
-            python -m pytest -q -p no:cacheprovider tests "${@:2}"
+            python -m pytest -q -rs -p no:cacheprovider "${@:2}"
             rc=$?
             set -e
             if [ "$rc" = 5 ]; then echo "setup.sh: pytest collected no tests: that is a failure" >&2; exit 1; fi

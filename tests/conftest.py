@@ -1,4 +1,5 @@
-"""Shared fixtures: unique lab names, labs that are always removed, root/tool skips.
+"""Shared fixtures: unique lab names, labs that are always removed, root/tool skips (which
+fail the suite under CI=true).
 
 Every lab a test builds goes through `make_lab` (or is named by `lab_name`), and the
 session ends by checking that none of this run's namespaces is left on the host.
@@ -28,6 +29,8 @@ requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for net
 
 
 def requires_tool(tool: str) -> pytest.MarkDecorator:
+    """Skip without the tool (which fails the suite under CI=true). Importing netrig puts
+    /usr/sbin and /sbin on PATH, so a non-login root shell finds ip, bird, nft… too."""
     return pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
 
 
@@ -77,8 +80,24 @@ def netrig_cli(*args: str, check: bool = False, **kwargs: Any) -> subprocess.Com
     )
 
 
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Remember every skipped test (an expected failure, xfail, is not a skip)."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        where = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        _skipped.append(f"{report.nodeid}: {where}")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """No test of this run may leave a namespace behind; remove and report any that did."""
+    """Under CI=true a skipped test fails the suite (a tool or root missing there means the
+    claim went untested); and no test of this run may leave a namespace behind."""
+    if os.environ.get("CI") == "true" and _skipped:
+        session.exitstatus = 1
+        print(f"\nERROR: CI=true and {len(_skipped)} tests were skipped:", file=sys.stderr)
+        for line in _skipped[:20]:
+            print(f"  {line}", file=sys.stderr)
     if os.geteuid() != 0:
         return
     leftovers = [ns for ns in netns.list_names() if any(ns.startswith(n + "-") for n in _names)]

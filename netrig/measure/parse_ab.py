@@ -51,7 +51,8 @@ def parse_ab(
     if "kbytes_per_s" in found:
         samples.append(Sample("transfer", found["kbytes_per_s"] * 1024, "B/s"))
     samples += _percentiles(csv_text)
-    if ok <= 0 or seconds <= 0:
+    if ok <= 0 or seconds <= 0:  # the counters stay with the failure; a rate of 0 never
+        samples = [s for s in samples if s.metric not in ("requests_per_s", "transfer")]
         raise MeasurementFailed(
             f"no successful response ({int(complete)} complete, {int(errors)} failed)", samples
         )

@@ -45,14 +45,14 @@ def parse_wrk(stdout: str, stderr: str = "", max_errors: float = 0.01) -> list[S
     ok = data["requests"] - data["status"]
     errors = sum(data[k] for k in ERROR_KINDS)
     samples = [
-        Sample("requests_per_s", ok / seconds, "req/s"),
         Sample("requests", data["requests"], ""),
-        Sample("transfer", data["bytes"] / seconds, "B/s"),
         Sample("errors", errors, ""),
         *(Sample(f"errors_{k}", data[k], "") for k in ERROR_KINDS),
     ]
-    if ok > 0:
+    if ok > 0:  # rates only of a run that served something: a failure is never 0 req/s
         samples += [
+            Sample("requests_per_s", ok / seconds, "req/s"),
+            Sample("transfer", data["bytes"] / seconds, "B/s"),
             Sample("latency_mean", data["mean_us"] / 1e6, "s"),
             Sample("latency_max", data["max_us"] / 1e6, "s"),
             Sample("latency_p50", data["p50_us"] / 1e6, "s"),

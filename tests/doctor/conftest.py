@@ -26,7 +26,16 @@ def unchanged_host() -> Callable[[], None]:
 
     def check() -> None:
         after = host_net_state()
-        assert after[0] == before[0], "ip netns list changed"
+        # other labs (other test runs on this host) come and go meanwhile: a namespace that
+        # appeared and belongs to no recorded lab is what a probe would have left
+        from netrig.lab.ledger import Ledger
+
+        labs = Ledger().all_lab_names()
+        names = [{line.split()[0] for line in state.splitlines() if line.strip()}
+                 for state in (before[0], after[0])]  # fmt: skip
+        appeared = names[1] - names[0]
+        strays = [ns for ns in appeared if not any(ns.startswith(f"{lab}-") for lab in labs)]
+        assert not strays, f"ip netns list gained {strays}"
         assert after[1] == before[1], "interfaces appeared in the host namespace"
         assert after[2] == [os.readlink("/proc/self/ns/net")], "a thread is left in another ns"
 

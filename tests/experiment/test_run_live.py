@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-import os
+import json
 import signal
 import sqlite3
 import subprocess
@@ -380,8 +380,21 @@ def test_results_list_and_show(tmp_path: Path, lab_name: str) -> None:
     exported = netrig_cli(
         "results", "export", "--format", "json", "--db", str(db), "-o", str(tmp_path / "out.json")
     )
-    assert exported.returncode == 0 and (tmp_path / "out.json").stat().st_size > 0
-    assert os.path.exists(db)
+    assert exported.returncode == 0, exported.stderr
+    document = json.loads((tmp_path / "out.json").read_text())
+    with ResultStore(db) as store:
+        assert document["rows"] == json.loads(json.dumps(store.tidy_rows()))
+        [e] = store.experiments()
+        [described] = document["experiments"]
+        assert described["file_text"] == e.file_text and described["id"] == e.id
+    values = [r["value"] for r in document["rows"] if r["metric"] == "value"]
+    assert values == [7.0]  # what the command printed, in the export's own words
+    import pandas  # installed by the test set-up: the export as pandas reads it
+
+    with ResultStore(db) as store:
+        pandas.testing.assert_frame_equal(
+            pandas.DataFrame(document["rows"]), store.to_dataframe(), check_dtype=False
+        )
 
 
 def test_a_lab_name_in_use_is_refused_before_anything_is_stored(

@@ -323,10 +323,21 @@ def test_dataframe_needs_pandas_and_says_so(
         store.to_dataframe()
 
 
-def test_dataframe_has_the_tidy_columns(store: ResultStore) -> None:
-    pytest.importorskip("pandas")
+def test_dataframe_has_the_tidy_columns_and_the_stored_values(store: ResultStore) -> None:
+    import pandas  # installed by the test set-up (pyproject's test extra): never skipped
+
     eid, _ = filled(store)
     frame = store.to_dataframe(eid)
     rows = store.tidy_rows(eid)
     assert list(frame.columns) == list(rows[0])
     assert len(frame) == len(rows)
+    # every cell as the store has it (NaN where the store has NULL)
+    for row, record in zip(rows, frame.to_dict("records"), strict=True):
+        for column, value in row.items():
+            got = record[column]
+            assert (value is None and pandas.isna(got)) or got == value, (column, value, got)
+    # and the same frame as pandas makes from the CSV export
+    out = io.StringIO()
+    store.export_csv(out, eid)
+    from_csv = pandas.read_csv(io.StringIO(out.getvalue()))
+    assert from_csv["value"].tolist() == pytest.approx(frame["value"].tolist(), nan_ok=True)
