@@ -38,7 +38,7 @@ def main() -> None:
     if name.isidentifier() and importlib.util.find_spec(module) is not None:
         importlib.import_module(module)
         if name in cli.commands:
-            cli()
+            cli(prog_name="netrig")  # also names the completion variable
             return
     _register()
-    cli()
+    cli(prog_name="netrig")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, reports_errors, require_root
+from netrig.cli.common import complete_lab, console, err_console, reports_errors, require_root
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
 
 
 @cli.command("down")
-@click.argument("labs", nargs=-1, required=True)
+@click.argument("labs", nargs=-1, required=True, shell_complete=complete_lab)
 @reports_errors
 def down(labs: tuple[str, ...]) -> None:
     """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine."""
@@ -30,7 +30,7 @@ def down(labs: tuple[str, ...]) -> None:
 
 
 @cli.command("clean")
-@click.argument("labs", nargs=-1)
+@click.argument("labs", nargs=-1, shell_complete=complete_lab)
 @click.option("--force", is_flag=True, help="Also remove labs whose netrig process still runs.")
 @reports_errors
 def clean(labs: tuple[str, ...], force: bool) -> None:

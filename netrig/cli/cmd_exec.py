@@ -8,13 +8,13 @@ import sys
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import reports_errors, require_root
+from netrig.cli.common import complete_lab, complete_node, reports_errors, require_root
 from netrig.rig import Lab
 
 
 @cli.command("exec", context_settings={"ignore_unknown_options": True})
-@click.argument("lab")
-@click.argument("node")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("node", shell_complete=complete_node)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @reports_errors
 def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
@@ -34,8 +34,8 @@ def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
 
 
 @cli.command("shell")
-@click.argument("lab")
-@click.argument("node")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("node", shell_complete=complete_node)
 @reports_errors
 def shell(lab: str, node: str) -> None:
     """Open an interactive shell in NODE of LAB (exit it to return)."""

@@ -11,15 +11,15 @@ import time
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, reports_errors, require_root
+from netrig.cli.common import complete_lab, complete_node, console, reports_errors, require_root
 from netrig.lab import faults
 from netrig.rig import Lab
 
 
 @cli.command("link")
-@click.argument("lab")
-@click.argument("a")
-@click.argument("b")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("a", shell_complete=complete_node)
+@click.argument("b", shell_complete=complete_node)
 @click.argument("state", type=click.Choice(["down", "up"]))
 @reports_errors
 def link(lab: str, a: str, b: str, state: str) -> None:
@@ -40,8 +40,8 @@ def link(lab: str, a: str, b: str, state: str) -> None:
 
 
 @cli.command("node")
-@click.argument("lab")
-@click.argument("node")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("node", shell_complete=complete_node)
 @click.argument("action", type=click.Choice(["stop", "start"]))
 @reports_errors
 def node(lab: str, node: str, action: str) -> None:

@@ -7,15 +7,15 @@ import os
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, reports_errors, require_root
+from netrig.cli.common import complete_lab, complete_node, console, reports_errors, require_root
 from netrig.lab.build import BadInput
 from netrig.lab.ledger import process_alive
 from netrig.rig import Lab
 
 
 @cli.command("logs")
-@click.argument("lab")
-@click.argument("node")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("node", shell_complete=complete_node)
 @click.argument("daemon", required=False)
 @click.option(
     "-n", "--lines", type=click.IntRange(0), default=50, show_default=True,

@@ -9,6 +9,8 @@ from netrig.cli import cli
 from netrig.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
+    complete_lab,
+    complete_node,
     console,
     fail,
     reports_errors,
@@ -19,9 +21,9 @@ from netrig.rig import Lab
 
 
 @cli.command("trace")
-@click.argument("lab")
-@click.argument("src")
-@click.argument("dst")
+@click.argument("lab", shell_complete=complete_lab)
+@click.argument("src", shell_complete=complete_node)
+@click.argument("dst", shell_complete=complete_node)
 @click.option(
     "--count",
     "flows",

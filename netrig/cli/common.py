@@ -66,6 +66,41 @@ def reports_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def complete_lab(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: the names of the labs in the ledger (read only; any user)."""
+    import os
+    import sqlite3
+
+    from netrig.lab.ledger import STATE_DIR
+
+    path = os.path.join(STATE_DIR, "ledger.sqlite")
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1) as db:
+            names = [row[0] for row in db.execute("SELECT name FROM labs ORDER BY name")]
+    except sqlite3.Error:
+        return []
+    taken = set(ctx.params.get(param.name or "", ()) or ()) if param.nargs == -1 else set()
+    return [n for n in names if n.startswith(incomplete) and n not in taken]
+
+
+def complete_node(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: the nodes of the lab named before (from its saved plan)."""
+    import json
+    import os
+
+    from netrig.lab.ledger import STATE_DIR
+
+    lab = ctx.params.get("lab")
+    if not lab or os.sep in lab or lab.startswith("."):
+        return []
+    try:
+        with open(os.path.join(STATE_DIR, "labs", lab, "plan.json")) as fh:
+            nodes = list(json.load(fh)["nodes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [n for n in nodes if n.startswith(incomplete)]
+
+
 def node_argument(fn: F) -> F:
     return click.argument("node")(fn)
 
