@@ -57,10 +57,11 @@ def tool_version(tool: str, timeout: float = 5.0) -> str | None:
             )
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if done.returncode != 0:
-            continue
         for line in (done.stdout + "\n" + done.stderr).splitlines():
-            if _HAS_NUMBER.search(line):
+            # a tool that exits non-zero (wrk -v prints its version, then its usage, exit 1)
+            # counts only with a line that names it: not a number from an error message
+            named = line.lower().startswith(os.path.basename(tool).lower())
+            if _HAS_NUMBER.search(line) and (done.returncode == 0 or named):
                 return line.strip()
     return "unknown"
 

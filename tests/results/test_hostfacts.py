@@ -10,6 +10,7 @@ import pytest
 
 import netrig
 from netrig.results.hostfacts import collect_host_facts, cpu_model, tool_version
+from tests.conftest import requires_tool
 
 
 def fake_tool(directory: Path, name: str, body: str) -> None:
@@ -66,3 +67,17 @@ def test_collected_facts(tools: Path) -> None:
     assert 1 <= facts["cpu_usable"] <= facts["cpu_count"]
     assert facts["cpu_model"]
     assert facts["tool_versions"] == {"modern": "modern 3.12 (cJSON 1.7.15)", "absent": None}
+
+
+@requires_tool("wrk")
+def test_wrk_version_although_it_exits_1() -> None:
+    """`wrk -v` prints its version line, then its usage, and exits 1: still its version."""
+    version = tool_version("wrk")
+    assert version is not None and version.startswith("wrk ") and "4." in version
+
+
+def test_a_number_in_an_error_message_is_not_a_version(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    tool = tmp_path / "grumpy"
+    tool.write_text("#!/bin/sh\necho 'error 2.5: no such option' >&2\nexit 2\n")
+    tool.chmod(0o755)
+    assert tool_version(str(tool)) == "unknown"
