@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,9 @@ def test_bad_firewall_is_exit_2_at_file_line(
 def test_missing_tool_names_the_package_and_creates_nothing(tmp_path: Path) -> None:
     path = write(tmp_path, engine="nftables")
     name = path.read_text().splitlines()[0].split()[1]
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # no /usr/sbin: no nft
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}  # no nft (nor anything else)
     done = netrig_cli("up", str(path), env=env)
     assert done.returncode == 2, done.stderr
     assert "apt-get install nftables" in done.stderr
@@ -98,3 +102,12 @@ def test_percentile_nearest_rank() -> None:
     assert percentile(values, 50) == 50.0
     assert percentile(values, 99) == 99.0
     assert percentile([7.0], 99) == 7.0
+
+
+def test_a_path_without_sbin_still_finds_nft() -> None:
+    """A non-login root shell's PATH may lack /usr/sbin: netrig looks there too."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import netrig, shutil; print(shutil.which('nft'))"],
+        env={**os.environ, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() in ("/usr/sbin/nft", "/sbin/nft")
