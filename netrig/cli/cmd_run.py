@@ -19,9 +19,9 @@ from netrig.cli.common import (
     fail,
     reports_errors,
 )
-from netrig.experiment import summary
 from netrig.model.experiment import Experiment
 from netrig.plan.runs import PlannedRun, measured, plan_runs
+from netrig.results import summary
 from netrig.results.store import ResultStore, StoreError
 
 EXIT_INTERRUPTED = 130

@@ -28,24 +28,52 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from netrig import measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.experiment import disruption
 from netrig.experiment.interrupt import StopSignal
+from netrig.host.facts import collect_host_facts
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
 from netrig.model.experiment import Experiment, MeasureStep, SweepPoint
-from netrig.plan.runs import PlannedRun, plan_runs, remaining
-from netrig.results.hostfacts import collect_host_facts
-from netrig.results.sample import MeasurementFailed, Sample
-from netrig.results.store import ResultStore, point_key
+from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
 
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
+
+
+class StoredExperiment(Protocol):
+    id: int
+    name: str
+    file_hash: str
+    status: str
+
+
+class StoredRun(Protocol):
+    status: str
+
+
+class ResultStore(Protocol):
+    """Where runs go: netrig.results.store.ResultStore (the runner sits below the results
+    layer, so it names only what it calls)."""
+
+    path: Any
+
+    def experiments(self) -> Sequence[StoredExperiment]: ...
+    def runs(self, experiment_id: int) -> Sequence[StoredRun]: ...
+    def completed_points(self, experiment_id: int) -> set[tuple[str, int]]: ...
+    def begin_experiment(self, name: str, file_text: str, host_facts: Mapping[str, Any]) -> int: ...
+    def finish_experiment(self, experiment_id: int, status: Any) -> None: ...
+    def record_run(self, experiment_id: int, point: Mapping[str, Any], repetition: int,
+                   status: Any, samples: Any = None, reason: str | None = None,
+                   stderr: str | None = None, *, started: datetime | None = None,
+                   ended: datetime | None = None, outputs: Any = None) -> int: ...
 
 
 class Reporter(Protocol):

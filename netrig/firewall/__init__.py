@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from netrig.registry import Registry
+from netrig.base.registry import Registry
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

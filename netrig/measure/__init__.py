@@ -32,9 +32,9 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.registry import Registry
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.model.models import Seconds
-from netrig.registry import Registry
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

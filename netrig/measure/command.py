@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     Measurement,
     MeasureOptions,
@@ -31,7 +32,6 @@ from netrig.measure import (
     tail,
 )
 from netrig.model.models import NodeName
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
 from netrig.model.models import Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

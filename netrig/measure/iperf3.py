@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
     Measurement,
@@ -49,7 +50,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_iperf3 import parse_iperf3
 from netrig.model.models import NodeName, Rate, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

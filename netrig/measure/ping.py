@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
     Measurement,
@@ -49,7 +50,6 @@ from netrig.measure import (
 from netrig.measure.parse_fping import parse_fping
 from netrig.measure.parse_ping import parse_ping
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

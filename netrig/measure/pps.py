@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import (
     AddressChoice,
@@ -78,7 +79,6 @@ from netrig.measure.parse_pps import (
     udp_received,
 )
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab.build import LabError
 from netrig.measure import (
     AddressChoice,
@@ -36,7 +37,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_wrk import REPORT_LUA, parse_wrk
 from netrig.model.models import NodeName, Percent, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

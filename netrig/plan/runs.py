@@ -15,11 +15,17 @@ Warm-up runs (`warmup: W`) come first for each point (sequential) or as the firs
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Order = Literal["sequential", "interleaved"]
+
+
+def point_key(point: Mapping[str, Any]) -> str:
+    """Canonical text of a sweep point, equal for equal points whatever their key order."""
+    return json.dumps(point, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,6 @@
-"""Results: samples, the SQLite store they are kept in, and the host facts stored with them."""
+"""Results: the SQLite store of runs and their samples, and the host facts stored with them."""
 
-from netrig.results.hostfacts import collect_host_facts, tool_version
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.host.facts import collect_host_facts, tool_version
 from netrig.results.store import (
     SCHEMA_VERSION,
     Experiment,
@@ -14,10 +13,8 @@ from netrig.results.store import (
 __all__ = [
     "SCHEMA_VERSION",
     "Experiment",
-    "MeasurementFailed",
     "ResultStore",
     "Run",
-    "Sample",
     "StoreError",
     "collect_host_facts",
     "point_key",

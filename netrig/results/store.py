@@ -27,7 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
+from netrig.plan.runs import point_key
 
 RunStatus = Literal["ok", "failed", "interrupted"]
 ExperimentStatus = Literal["running", "ok", "failed", "interrupted"]
@@ -129,11 +130,6 @@ class Run:
     started: datetime | None
     ended: datetime | None
     duration: float | None
-
-
-def point_key(point: Mapping[str, Any]) -> str:
-    """Canonical text of a sweep point, equal for equal points whatever their key order."""
-    return json.dumps(point, sort_keys=True, separators=(",", ":"))
 
 
 def _iso(moment: datetime | None) -> str | None:

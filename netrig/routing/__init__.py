@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from netrig.registry import Registry
+from netrig.base.registry import Registry
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

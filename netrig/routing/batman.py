@@ -78,7 +78,7 @@ class Batman(DaemonProtocol):
         chosen = self.opts.implementation
         if chosen != "auto":
             return chosen
-        from netrig.doctor import has_feature
+        from netrig.host.features import has_feature
 
         return "batman-adv" if has_feature("batman-adv") else "batmand"
 

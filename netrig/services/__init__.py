@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.registry import Registry
 from netrig.lab.build import LabError
 from netrig.model.models import NodeName
-from netrig.registry import Registry
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab

@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from netrig.results.sample import Sample
-from netrig.results.store import Experiment, ResultStore, Run, point_key
+from netrig.base.sample import Sample
+from netrig.plan.runs import point_key
+from netrig.results.store import Experiment, ResultStore, Run
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -207,7 +208,7 @@ def load(store: ResultStore, ref: str | int) -> StoredExperiment:
 
 def headline(measurement: str) -> tuple[str, ...] | None:
     """The metrics a measurement plugin shows by default (None: all of them)."""
-    from netrig.experiment.summary import headline_metrics
+    from netrig.results.summary import headline_metrics
 
     return headline_metrics(measurement)
 

@@ -194,8 +194,8 @@ def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # typ
 
 
 def test_per_alias_fails_when_a_stream_did_not_end(recorded) -> None:  # type: ignore[no-untyped-def]
+    from netrig.base.sample import MeasurementFailed
     from netrig.measure.iperf3 import _alias_samples
-    from netrig.results.sample import MeasurementFailed
 
     stdout, _ = recorded("iperf3", "tcp")
     refused, _ = recorded("iperf3", "error-refused")

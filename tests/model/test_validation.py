@@ -139,7 +139,7 @@ def test_unknown_protocol_and_option() -> None:
 
 
 def test_netem_refused_where_kernel_lacks_it() -> None:
-    from netrig.doctor import features
+    from netrig.host import features
 
     if features.has_feature("netem"):
         pytest.skip("this kernel has netem")
