@@ -41,7 +41,7 @@ from netrig.host.facts import collect_host_facts
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
-from netrig.model.experiment import Experiment, MeasureStep, SweepPoint
+from netrig.plan.experiment import ExperimentPlan, MeasureStep, SweepPoint
 from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
 
@@ -79,10 +79,10 @@ class ResultStore(Protocol):
 class Reporter(Protocol):
     """What the runner tells its user interface (the CLI's progress bar, or nothing)."""
 
-    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None: ...
-    def run_started(self, exp: Experiment, run: PlannedRun) -> None: ...
+    def begin(self, exp: ExperimentPlan, runs: list[PlannedRun], stored: int) -> None: ...
+    def run_started(self, exp: ExperimentPlan, run: PlannedRun) -> None: ...
     def run_ended(
-        self, exp: Experiment, run: PlannedRun, status: str, reason: str | None
+        self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None
     ) -> None: ...
     def note(self, message: str) -> None: ...
     def end(self) -> None: ...
@@ -91,13 +91,13 @@ class Reporter(Protocol):
 class Silent:
     """A reporter that says nothing (the Python API's default)."""
 
-    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None:
+    def begin(self, exp: ExperimentPlan, runs: list[PlannedRun], stored: int) -> None:
         pass
 
-    def run_started(self, exp: Experiment, run: PlannedRun) -> None:
+    def run_started(self, exp: ExperimentPlan, run: PlannedRun) -> None:
         pass
 
-    def run_ended(self, exp: Experiment, run: PlannedRun, status: str, reason: str | None) -> None:
+    def run_ended(self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None) -> None:
         pass
 
     def note(self, message: str) -> None:
@@ -269,7 +269,7 @@ def _timeline_text(timeline: faults.Timeline) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_tools(exp: Experiment) -> None:
+def check_tools(exp: ExperimentPlan) -> None:
     """Refuse before anything is built if a measurement's program is missing."""
     missing = measure.missing_tools(exp.tools())
     if missing:
@@ -282,11 +282,11 @@ def check_tools(exp: Experiment) -> None:
         raise LabError("; ".join(lines))
 
 
-def file_hash(exp: Experiment) -> str:
+def file_hash(exp: ExperimentPlan) -> str:
     return hashlib.sha256(exp.text.encode()).hexdigest()
 
 
-def find_resumable(store: ResultStore, exp: Experiment) -> int:
+def find_resumable(store: ResultStore, exp: ExperimentPlan) -> int:
     """The newest unfinished experiment of this name and file hash; BadInput if none."""
     digest = file_hash(exp)
     same = [e for e in store.experiments() if e.name == exp.name and e.file_hash == digest]
@@ -305,7 +305,7 @@ def find_resumable(store: ResultStore, exp: Experiment) -> int:
 
 
 def run_experiment(
-    exp: Experiment,
+    exp: ExperimentPlan,
     store: ResultStore,
     *,
     resume: bool = False,
@@ -364,7 +364,7 @@ class _Session:
 
     def __init__(
         self,
-        exp: Experiment,
+        exp: ExperimentPlan,
         store: ResultStore,
         say: Reporter,
         outcome: Outcome,

@@ -35,12 +35,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from netrig.base.registry import Registry
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.model.models import Seconds
+from netrig.model.yamlmarks import KeyPath
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan
 
-Path = tuple[str | int, ...]
 STDERR_KEEP = 8000  # characters of a tool's stderr kept with a failed run
 
 
@@ -80,7 +80,7 @@ class Measurement:
         """Programs the measurement runs → the Debian package that provides each."""
         return {}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         """Problems of the options against a lab plan: (path inside the options, message)."""
         return []
 
@@ -97,15 +97,15 @@ class Measurement:
         raise NotImplementedError
 
 
-_plugins: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
-MEASUREMENTS = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
+MEASUREMENTS = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def get(name: str) -> Measurement:
     """A plugin by name; KeyError (with a suggestion) for an unknown one."""
-    return _plugins.lookup(name)()
+    return registry.lookup(name)()
 
 
 def missing_tools(tools: dict[str, str]) -> dict[str, str]:
@@ -141,7 +141,7 @@ def started_at(default: float) -> float:
     return default if at is None else at
 
 
-def node_problems(plan: LabPlan, refs: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+def node_problems(plan: LabPlan, refs: Sequence[tuple[KeyPath, str]]) -> list[tuple[KeyPath, str]]:
     """(path, node name) references that name no host of the plan, as problems."""
     hosts = [n.name for n in plan.hosts()]
     problems = []

@@ -22,9 +22,9 @@ from pydantic import Field, field_validator
 
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -71,7 +71,7 @@ class Command(Measurement):
         program = options.argv()[0]
         return {program: "dash" if program == "sh" else ""}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: Any) -> list[tuple[KeyPath, str]]:
         return node_problems(plan, [(("node",), options.node)])
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:

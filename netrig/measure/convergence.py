@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from netrig.base.sample import MeasurementFailed, Sample
-from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
+from netrig.measure import KeyPath, Measurement, MeasureOptions, Result, mark_started, register
 from netrig.model.models import Seconds
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Convergence(Measurement):
     Options = ConvergenceOptions
     summary_metrics = ("convergence",)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         if plan.protocol in NOT_ROUTED:
             return [((), f"protocol {plan.protocol} has no routes to converge")]
         return []

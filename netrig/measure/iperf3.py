@@ -29,9 +29,9 @@ from pydantic import BeforeValidator, Field, model_validator
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     end_process,
@@ -143,7 +143,7 @@ class Iperf3(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"iperf3": "iperf3"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: Iperf3Options = options
         problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
         if problems:

@@ -31,9 +31,9 @@ from pydantic import Field, model_validator
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     mark_started,
@@ -120,9 +120,9 @@ class Ping(Measurement):
         program = options.program()
         return {program: PACKAGES[program]}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: Any) -> list[tuple[KeyPath, str]]:
         o: PingOptions = options
-        refs: list[tuple[Path, str]] = []
+        refs: list[tuple[KeyPath, str]] = []
         if o.src is not None and o.dst is not None:
             refs = [(("src",), o.src), (("dst",), o.dst)]
         elif o.pairs is not None:

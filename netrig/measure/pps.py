@@ -58,9 +58,9 @@ from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     node_problems,
@@ -162,7 +162,7 @@ class Pps(Measurement):
             return {"trafgen": "netsniff-ng"}
         return {} if os.access(_binary_path(), os.X_OK) else {"gcc": "gcc"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: PpsOptions = options
         refs = [(("src",), o.src), (("dst",), o.dst)]
         refs += [(("watch", i), node) for i, node in enumerate(o.watch)]

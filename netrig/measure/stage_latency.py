@@ -39,9 +39,9 @@ from pydantic import Field
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     node_problems,
@@ -89,7 +89,7 @@ class StageLatency(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"clang": "clang"}  # builds netrig-xdp and the BPF program at first use
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: StageLatencyOptions = options
         problems = node_problems(plan, [(("sender",), o.sender), (("receiver",), o.receiver)])
         if problems:

@@ -24,9 +24,9 @@ from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab.build import LabError
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -70,7 +70,7 @@ class HttpOptions(MeasureOptions):
         return self
 
 
-def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[Path, str]]:
+def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
     problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
     if problems:
         return problems
@@ -178,7 +178,7 @@ class Wrk(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"wrk": "wrk"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
     def timeout(self, options: Any) -> float:

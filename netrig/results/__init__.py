@@ -3,7 +3,7 @@
 from netrig.host.facts import collect_host_facts, tool_version
 from netrig.results.store import (
     SCHEMA_VERSION,
-    Experiment,
+    ExperimentRecord,
     ResultStore,
     Run,
     StoreError,
@@ -12,7 +12,7 @@ from netrig.results.store import (
 
 __all__ = [
     "SCHEMA_VERSION",
-    "Experiment",
+    "ExperimentRecord",
     "ResultStore",
     "Run",
     "StoreError",

@@ -18,10 +18,9 @@ from netrig.lab import check, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.runtime import LabRuntime
-from netrig.model import load as model_load
 from netrig.model.models import LabSpec
-from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig import prepare
 from netrig.routing import RoutingProtocol
 
 
@@ -39,18 +38,14 @@ class Lab(LabRuntime):
 
     @classmethod
     def from_file(cls, path: str) -> Lab:
-        plan = build_plan(model_load.load_file(path))
+        plan = prepare.plan_file(path)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
     @classmethod
     def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
         """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
-        if isinstance(spec, dict):
-            import yaml
-
-            return cls(build_plan(model_load.load_text(yaml.safe_dump(spec), "<dict>")))
-        return cls(build_plan(model_load.from_spec(spec)))
+        return cls(prepare.plan_lab(prepare.from_spec(spec)))
 
     @classmethod
     def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:

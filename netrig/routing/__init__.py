@@ -33,7 +33,7 @@ class RoutingProtocol:
     refuses_addressing: ClassVar[tuple[str, ...]] = ()
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
-    tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
+    tools: ClassVar[dict[str, str]] = {}  # program → Debian package (checked in the preflight)
     families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
     convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
     poll_interval: ClassVar[float] = 0.2
@@ -73,10 +73,10 @@ class RoutingProtocol:
         return ""
 
 
-_plugins: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
-PROTOCOLS = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
+PROTOCOLS = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:

@@ -28,7 +28,7 @@ import numpy as np
 
 from netrig.base.sample import Sample
 from netrig.plan.runs import point_key
-from netrig.results.store import Experiment, ResultStore, Run
+from netrig.results.store import ExperimentRecord, ResultStore, Run
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -142,7 +142,7 @@ class MetricRef:
 class StoredExperiment:
     """An experiment and all its runs, read from the store once."""
 
-    experiment: Experiment
+    experiment: ExperimentRecord
     runs: list[StoredRun]
     params: list[str] = field(default_factory=list)  # sweep parameters, in order of appearance
 
@@ -183,7 +183,7 @@ class StoredExperiment:
                 )
 
 
-def find(store: ResultStore, ref: str | int) -> Experiment:
+def find(store: ResultStore, ref: str | int) -> ExperimentRecord:
     """An experiment by id or name (the newest of that name), or SelectionError listing names."""
     found = store.find_experiment(ref)
     if found is None:

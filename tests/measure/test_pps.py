@@ -28,8 +28,8 @@ from netrig.measure.pps import (
     trafgen_argv,
     trafgen_config,
 )
-from netrig.model.load import load_text
 from netrig.plan.build import build_plan
+from netrig.rig.prepare import load_text
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pps"
 DIAMOND = build_plan(

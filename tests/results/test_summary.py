@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from netrig.results import ResultStore, Sample
+from netrig.base.sample import Sample
+from netrig.results.store import ResultStore
 from netrig.results.summary import fmt, headline_metrics, scale, summarize
 
 
