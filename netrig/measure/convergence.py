@@ -56,12 +56,11 @@ class Convergence(Measurement):
         return float(options.timeout or (options.limit or 120.0) + DRAIN_TIMEOUT + 10.0)
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        from netrig import routing
         from netrig.lab import daemons
 
-        proto = routing.make(lab.plan.protocol, lab.plan.routing_options)
+        proto = lab.protocol
         limit = float(options.limit or max(lab.plan.check_timeout, proto.convergence_timeout))
-        if isinstance(proto, daemons.DaemonProtocol):
+        if proto.runs_daemons():
             reach = daemons.Reachability(lab, proto.is_ours)
             _stop_daemons(lab, reach)
             mark_started()

@@ -121,8 +121,7 @@ def guarded(lab: Lab, server: str, measure: Callable[[], Result]) -> Result:
     this run fails it, with its log tail, whatever the client saw; and after a failed run
     the server node's services are started afresh, so an overload that wedged a balancer
     fails the run it happened in, not every later one."""
-    from netrig import services
-
+    services = lab.services
     if not services.planned(lab):
         return measure()
     if not lab.exists() or lab.ledger.lab(lab.name) is None:

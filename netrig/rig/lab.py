@@ -17,10 +17,10 @@ from netrig.firewall import _lab as firewall
 from netrig.lab import check, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_json
-from netrig.lab.runtime import LabRuntime
+from netrig.lab.runtime import LabRuntime, ServiceSupervision
 from netrig.model.models import LabSpec
 from netrig.plan.model import LabPlan
-from netrig.rig import prepare
+from netrig.rig.prepare import catalog, from_spec, plan_file, plan_lab
 from netrig.routing import RoutingProtocol
 
 
@@ -29,6 +29,7 @@ class Lab(LabRuntime):
 
     def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
         super().__init__(plan, ledger)
+        self.catalog = catalog()
         self.timings: BuildTimings | None = None
         self.check_result: check.CheckResult | None = None
         self._owner = False  # True when this object built the lab (and so removes it on exit)
@@ -38,14 +39,14 @@ class Lab(LabRuntime):
 
     @classmethod
     def from_file(cls, path: str) -> Lab:
-        plan = prepare.plan_file(path)
+        plan = plan_file(path)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
     @classmethod
     def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
         """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
-        return cls(prepare.plan_lab(prepare.from_spec(spec)))
+        return cls(plan_lab(from_spec(spec)))
 
     @classmethod
     def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:
@@ -84,6 +85,10 @@ class Lab(LabRuntime):
             raise
         self.ledger.set_lab_state(self.name, "up")
         return self.timings
+
+    @property
+    def services(self) -> ServiceSupervision:
+        return services
 
     @property
     def protocol(self) -> RoutingProtocol:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from netrig.base.registry import Registry
+from netrig.lab.daemons import Route, protocol_route
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -57,6 +58,10 @@ class RoutingProtocol:
     def runs_daemons(cls) -> bool:
         """True for a protocol whose start() runs something (static routes are in at build)."""
         return cls.start is not RoutingProtocol.start
+
+    def is_ours(self, route: Route) -> bool:
+        """Whether a kernel route is this protocol's (what convergence waits for)."""
+        return protocol_route(route)
 
     def start(self, lab: Lab) -> None:
         """Start daemons once links and addresses exist."""

@@ -87,7 +87,7 @@ class Service:
 
     def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
         """True once the daemon serves: by default, it listens on its port."""
-        from netrig.measure import listening_ports
+        from netrig.lab.procs import listening_ports
 
         return options.port in listening_ports(pid)
 

@@ -231,7 +231,7 @@ def _next_hop(plan: LabPlan, host: str, node: str) -> tuple[str, int] | None:
 
 
 def _has_packet_socket(pid: int) -> bool:
-    from netrig.measure import socket_inodes
+    from netrig.lab.procs import socket_inodes
 
     mine = socket_inodes(pid)
     try:
