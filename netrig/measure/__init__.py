@@ -25,10 +25,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import ip_interface
-from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
@@ -72,36 +73,37 @@ class MeasureOptions(BaseModel):
     timeout: Seconds | None = Field(None, description="give up after this long (default: derived)")
 
 
-class Measurement:
+MeasureOptionsT = TypeVar("MeasureOptionsT", bound=MeasureOptions)
+
+
+class Measurement(Plugin[MeasureOptionsT]):
     """Base class of a measurement plugin; stateless, options are passed to every call."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
     Options: ClassVar[type[MeasureOptions]] = MeasureOptions
     summary_metrics: ClassVar[tuple[str, ...]] = ()  # shown in the end-of-run table
 
-    def tools(self, options: Any) -> dict[str, str]:
-        """Programs the measurement runs → the Debian package that provides each."""
-        return {}
+    def tools(self, options: MeasureOptionsT) -> dict[str, str]:
+        """Programs these options run → the Debian package of each (of `programs`)."""
+        return dict(self.programs)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+    def check(self, options: MeasureOptionsT, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         """Problems of the options against a lab plan: (path inside the options, message)."""
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: MeasureOptionsT) -> float:
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
-    def during_events(self, options: Any) -> Any:
+    def during_events(self, options: MeasureOptionsT) -> MeasureOptionsT:
         """The options to use while a timeline of faults runs (`events:`): finer time series
         where the user left the default. Unchanged by default."""
         return options
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+    def run(self, lab: Lab, options: MeasureOptionsT, timeout: float) -> Result:
         raise NotImplementedError
 
 
-registry: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
+registry: Registry[Measurement[Any]] = Registry("measurement", __name__, skip=("parse_", "_"))
 MEASUREMENTS = registry.classes
 register = registry.register
 load_plugins = registry.load

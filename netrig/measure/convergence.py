@@ -41,21 +41,21 @@ class ConvergenceOptions(MeasureOptions):
 
 
 @register
-class Convergence(Measurement):
+class Convergence(Measurement[ConvergenceOptions]):
     name = "convergence"
     summary = "cold-start convergence time of the lab's routing (daemons restarted at once)"
     Options = ConvergenceOptions
     summary_metrics = ("convergence",)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+    def check(self, options: ConvergenceOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         if plan.protocol in NOT_ROUTED:
             return [((), f"protocol {plan.protocol} has no routes to converge")]
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: ConvergenceOptions) -> float:
         return float(options.timeout or (options.limit or 120.0) + DRAIN_TIMEOUT + 10.0)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+    def run(self, lab: Lab, options: ConvergenceOptions, timeout: float) -> Result:
         from netrig.lab import daemons
 
         proto = lab.protocol

@@ -23,8 +23,8 @@ from netrig.model.experiment import ExperimentModel, Vary, substitute_point
 from netrig.model.expr import render
 from netrig.model.load import Problem, SpecError, _problems, load_doc
 from netrig.model.yamlmarks import KeyPath
-from netrig.plan.build import build_plan
 from netrig.plan.events import Event, check_events, parse_event
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan, UnknownName
 from netrig.plan.runs import PlannedRun, plan_runs
 

@@ -32,8 +32,8 @@ from netrig.model.experiment import (
 )
 from netrig.model.load import LabGraph, Problem, SpecError
 from netrig.model.models import LabSpec
-from netrig.plan.build import build_plan
 from netrig.plan.experiment import ExperimentPlan, plan_experiment
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
 from netrig.switch import ovs
 
@@ -148,7 +148,7 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
                 )
             )
     proto = catalog().routing.load()[plan.protocol]
-    for program, package in proto.tools.items():
+    for program, package in proto.programs.items():
         if shutil.which(program) is None:
             problems.append(
                 Problem(

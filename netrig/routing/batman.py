@@ -52,13 +52,13 @@ class BatmanOptions(DaemonOptions):
 
 
 @register
-class Batman(DaemonProtocol):
+class Batman(DaemonProtocol[BatmanOptions]):
     name = "batman"
     summary = "B.A.T.M.A.N. mesh: batmand (userspace) or batman-adv (kernel), one shared subnet"
     Options = BatmanOptions
     addressing = "shared-subnet"
     private_run = True
-    tools: ClassVar[dict[str, str]] = {"batmand": "batmand"}
+    programs: ClassVar[dict[str, str]] = {"batmand": "batmand"}
     families = (4,)
     convergence_timeout = 60.0
     poll_interval = 0.25
