@@ -41,7 +41,9 @@ from netrig.host.facts import collect_host_facts
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
+from netrig.lab.trace import Tracer
 from netrig.plan.experiment import ExperimentPlan, MeasureStep, SweepPoint
+from netrig.plan.routes import distances
 from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
 
@@ -204,7 +206,6 @@ def _pairs(steps: list[MeasureStep]) -> list[tuple[str, str]]:
 
 def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """Link-cost distance of each (source, target): what a shortest-path protocol settles on."""
-    from netrig.plan.routes import distances
 
     index = {name: i for i, name in enumerate(plan.nodes)}
     rows = [index[link.a] for link in plan.links]
@@ -215,7 +216,6 @@ def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, 
 
 def _trace(lab: Lab, pairs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """(source, target, path) of each pair, per the kernels' FIBs."""
-    from netrig.lab.trace import Tracer
 
     with Tracer(lab.plan) as tracer:
         return [(a, b, tracer.trace(a, lab.addr(b))) for a, b in pairs]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from netrig import measure
 from netrig.base.scale import display_scale
+from netrig.experiment.disruption import HEADLINE
 from netrig.plan.runs import point_key
 from netrig.results.store import ResultStore
 
@@ -40,7 +41,6 @@ def headline_metrics(measurement: str) -> tuple[str, ...] | None:
     """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …);
     for `events`, what the timeline did (not when each event happened)."""
     if measurement == "events":
-        from netrig.experiment.disruption import HEADLINE
 
         return HEADLINE
     plugins = measure.load_plugins()
