@@ -29,11 +29,11 @@ from netrig.lab import netns
 @functools.cache
 def helper() -> tuple[str, ...]:
     """The argv prefix that enters a node: the compiled helper, else the Python one."""
-    from netrig.native import build
+    from netrig.native import compile as native_compile
 
     try:
-        return (build.nsexec(),)
-    except (build.BuildError, OSError):
+        return (native_compile.nsexec(),)
+    except (native_compile.BuildError, OSError):
         return (sys.executable, "-m", "netrig.lab.nsexec")
 
 

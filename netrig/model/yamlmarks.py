@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,10 @@ class MarkedDoc:
 
     data: Any
     file: str
-    value_marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
+    value_marks: dict[KeyPath, Mark]
+    key_marks: dict[KeyPath, Mark]
 
-    def where(self, path: Path, *, key: bool = False) -> str:
+    def where(self, path: KeyPath, *, key: bool = False) -> str:
         """`file:line:col` of the deepest known prefix of path (the key itself if asked)."""
         marks = self.key_marks if key else self.value_marks
         for cut in range(len(path), -1, -1):
@@ -111,7 +111,7 @@ class _Frame:
 
     __slots__ = ("anchor", "container", "key", "key_mark", "path", "size")
 
-    def __init__(self, container: Any, path: Path, anchor: str | None) -> None:
+    def __init__(self, container: Any, path: KeyPath, anchor: str | None) -> None:
         self.container = container
         self.path = path
         self.anchor = anchor
@@ -167,7 +167,7 @@ class _Builder:
                 self.where(event.start_mark), f"{what}: more than {MAX_VALUES} values in the file"
             )
 
-    def path(self, event: Any) -> Path | None:
+    def path(self, event: Any) -> KeyPath | None:
         """The path a value starting now gets (None: it is a mapping key)."""
         if not self.stack:
             return ()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from netrig.lab import netns, run
-from netrig.native import build
+from netrig.native import compile as native_compile
 from tests.conftest import requires_root
 
 pytestmark = requires_root
@@ -75,9 +75,9 @@ def test_a_node_that_cannot_be_entered_exits_125_with_the_reason() -> None:
 
 def test_the_python_helper_does_the_same_without_a_compiler(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     def no_compiler() -> str:
-        raise build.BuildError("building netrig_nsexec.c needs gcc")
+        raise native_compile.BuildError("building netrig_nsexec.c needs gcc")
 
-    monkeypatch.setattr(build, "nsexec", no_compiler)
+    monkeypatch.setattr(native_compile, "nsexec", no_compiler)
     run.helper.cache_clear()
     try:
         assert run.helper()[1:] == ("-m", "netrig.lab.nsexec")
