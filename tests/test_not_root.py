@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from netrig.base.sample import Sample
 from netrig.lab import netns
 from netrig.lab.ledger import Ledger
-from netrig.results.sample import Sample
 from netrig.results.store import ResultStore
 from tests.conftest import new_lab_name, requires_root
 from tests.unprivileged import as_nobody, nobody_dir

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from netrig.experiment.runner import Silent, _paths, run_experiment
 from netrig.lab.ledger import Ledger
-from netrig.model.experiment import load_experiment_text
 from netrig.results.store import ResultStore
+from netrig.rig.prepare import load_experiment_text
 from tests.conftest import requires_root, requires_tool
 
 pytestmark = requires_root
