@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 from netrig.lab import check, netns
-from netrig.model.load import load_text
-from netrig.plan.build import build_plan
+from netrig.rig.prepare import load_text, plan_lab
 from tests.conftest import netrig_cli, requires_root
 
 pytestmark = requires_root
@@ -36,7 +35,7 @@ def test_nothing_is_created_in_the_host_namespace(tmp_path: Path, lab_name: str)
     is looked for is this lab's own identity, not any change at all."""
     path = tmp_path / "lab.yaml"
     path.write_text(f"name: {lab_name}\ntopology: {{kind: ring, nodes: 12}}\n")
-    plan = build_plan(load_text(path.read_text(), str(path)))
+    plan = plan_lab(load_text(path.read_text(), str(path)))
     macs = {i.mac.lower() for n in plan.nodes.values() for i in n.ifaces if i.mac}
     addrs = {a.split("/")[0] for n in plan.nodes.values() for i in n.ifaces for a in i.addrs}
     addrs |= {a.split("/")[0] for n in plan.nodes.values() for a in n.loopbacks}
@@ -91,7 +90,7 @@ def test_trace_6_follows_the_ipv6_addresses(make_lab) -> None:  # type: ignore[n
 def test_check_sample_pings_a_few_targets_per_node(tmp_path: Path, lab_name: str) -> None:
     nodes = check.AUTO_ALL_PAIRS_MAX + 22  # above the size where `auto` pings all pairs
     text = f"name: {lab_name}\ntopology: {{kind: ring, nodes: {nodes}}}\n"
-    plan = build_plan(load_text(text))
+    plan = plan_lab(load_text(text))
     every = check.check_pairs(plan, "all")
     sample = check.check_pairs(plan, "sample")
     assert check.check_pairs(plan, "auto") == sample  # auto samples above the threshold
