@@ -80,6 +80,12 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only the summary table.")
 @click.option(
+    "--name",
+    "lab_name",
+    metavar="NAME",
+    help="Name the lab NAME instead of the file's name (run a file while it is up elsewhere).",
+)
+@click.option(
     "--measurements",
     is_flag=True,
     is_eager=True,
@@ -96,10 +102,12 @@ def run(
     resume: bool,
     dry_run: bool,
     quiet: bool,
+    lab_name: str | None,
 ) -> None:
     """Run the experiment in FILE and store its results in --db.
 
-    FILE is a lab file plus `measure:` (what to measure), and optionally `vary:`
+    FILE is a lab file plus `measure:` (what to measure), or `lab: PATH` naming a lab
+    file (netrig, containerlab *.clab.yml or Mininet *.py), and optionally `vary:`
     (parameters to sweep), `params:` (constants), `repeat:`, `order:`
     (sequential | interleaved), `warmup:` and `cooldown:`. Every combination of
     the `vary:` values × `repeat` is one run. The whole file is validated, for
@@ -132,7 +140,7 @@ def run(
         if not eq or not name.strip():
             fail(f"--set {item!r}: write NAME=VALUE", EXIT_BAD_INPUT)
         overrides[name.strip()] = value
-    exp = load_experiment(file, overrides, repeat)
+    exp = load_experiment(file, overrides, repeat, lab_name)
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
     if dry_run:
         _print_plan(exp, runs)

@@ -46,7 +46,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from netrig import measure
 from netrig.lab import faults
-from netrig.model import yamlmarks
+from netrig.model import foreign, yamlmarks
 from netrig.model.load import Problem, SpecError, _problems, load_doc
 from netrig.model.models import LabSpec, Seconds, Strict
 from netrig.plan.build import build_plan
@@ -67,7 +67,7 @@ EXPERIMENT_KEYS = (
     "cooldown",
     "stop_on_failure",
 )
-NOT_SUBSTITUTED = ("vary", "params", "repeat", "order", "warmup", "cooldown", "stop_on_failure")
+NOT_SUBSTITUTED = ("lab", "vary", "params", "repeat", "order", "warmup", "cooldown", "stop_on_failure")
 MAX_EXPR = 200  # characters inside one {…}
 MAX_POINTS = 10000
 
@@ -364,7 +364,10 @@ class Experiment:
 
 
 def load_experiment(
-    path: str, overrides: Mapping[str, str] | None = None, repeat: int | None = None
+    path: str,
+    overrides: Mapping[str, str] | None = None,
+    repeat: int | None = None,
+    name: str | None = None,
 ) -> Experiment:
     """Read and validate an experiment file; SpecError (file:line:col problems) if it is wrong."""
     try:
@@ -372,7 +375,7 @@ def load_experiment(
             text = fh.read()
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_experiment_text(text, path, overrides, repeat)
+    return load_experiment_text(text, path, overrides, repeat, name)
 
 
 def load_experiment_text(
@@ -380,7 +383,9 @@ def load_experiment_text(
     file: str = "<string>",
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
+    name: str | None = None,
 ) -> Experiment:
+    """`name` (--name) names the lab instead of the file's `name:`."""
     doc = yamlmarks.load(text, file)
     if not isinstance(doc.data, dict):
         raise SpecError(
@@ -415,13 +420,13 @@ def load_experiment_text(
         params=params,
         stop_on_failure=keys.stop_on_failure,
     )
-    _build_points(exp, doc)
+    _build_points(exp, doc, name)
     exp.name = exp.points[0].plan.name
     return exp
 
 
 def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
-    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS]
+    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS, "lab"]
     problems = []
     for key in doc.data:
         if key not in known:
@@ -491,12 +496,12 @@ def _override_note(overrides: Mapping[str, str] | None, repeat: int | None) -> s
     return "\n# netrig run " + " ".join(parts) + "\n"
 
 
-def _build_points(exp: Experiment, doc: yamlmarks.MarkedDoc) -> None:
+def _build_points(exp: Experiment, doc: yamlmarks.MarkedDoc, name: str | None = None) -> None:
     combos = sweep_points(exp.vary)
     found: dict[tuple[str, str], list[str]] = {}
     for values in combos:
         try:
-            exp.points.append(_point(doc, values, {**exp.params, **values}))
+            exp.points.append(_point(doc, values, {**exp.params, **values}, name))
         except SpecError as exc:
             label = ", ".join(f"{k}={render(v)}" for k, v in values.items())
             for p in exc.problems:
@@ -511,7 +516,12 @@ def _build_points(exp: Experiment, doc: yamlmarks.MarkedDoc) -> None:
         raise SpecError(problems)
 
 
-def _point(doc: yamlmarks.MarkedDoc, values: dict[str, Any], params: dict[str, Any]) -> SweepPoint:
+def _point(
+    doc: yamlmarks.MarkedDoc,
+    values: dict[str, Any],
+    params: dict[str, Any],
+    name: str | None = None,
+) -> SweepPoint:
     """Substitute one sweep point, validate its lab and measurements, plan its lab."""
     raw: list[tuple[Path, str]] = []
     data = {
@@ -520,14 +530,45 @@ def _point(doc: yamlmarks.MarkedDoc, values: dict[str, Any], params: dict[str, A
     }
     if raw:
         raise SpecError([Problem(doc.where(path), msg) for path, msg in raw])
-    lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
-    lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
-    plan = build_plan(load_doc(lab_doc))
+    if "lab" in data:
+        lab_doc = _lab_file(doc, data)
+    else:
+        lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
+        lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
+    plan = build_plan(load_doc(foreign.with_name(lab_doc, name)))
     steps = _steps(doc, data["measure"], plan)
     events = _events(doc, data.get("events") or [], plan)
     if events:
         steps = [dataclasses.replace(s, options=s.plugin.during_events(s.options)) for s in steps]
     return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
+
+
+def _lab_file(doc: yamlmarks.MarkedDoc, data: dict[str, Any]) -> yamlmarks.MarkedDoc:
+    """`lab: path`: the lab comes from that file (netrig, containerlab or Mininet, relative
+    to the experiment file); the experiment's `name:` (if any) names it."""
+    import os
+
+    where = doc.where(("lab",))
+    if not isinstance(data["lab"], str) or not data["lab"]:
+        raise SpecError([Problem(where, "lab: a path to a lab file, e.g. lab: fabric.clab.yml")])
+    extra = [k for k in data if k not in (*EXPERIMENT_KEYS, "lab", "name")]
+    if extra:
+        raise SpecError(
+            [
+                Problem(
+                    doc.where((extra[0],), key=True),
+                    f"{extra[0]!r} belongs in the lab file; with `lab:` the lab comes from it",
+                )
+            ]
+        )
+    path = os.path.join(os.path.dirname(os.path.abspath(doc.file)), data["lab"])
+    try:
+        lab_doc = foreign.lab_doc(path)
+    except SpecError as exc:
+        if exc.problems and exc.problems[0].where == path:  # unreadable: say where it was named
+            raise SpecError([Problem(where, exc.problems[0].message)]) from None
+        raise
+    return foreign.with_name(lab_doc, data.get("name"))
 
 
 def _events(doc: yamlmarks.MarkedDoc, texts: list[Any], plan: LabPlan) -> list[faults.Event]:

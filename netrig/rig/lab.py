@@ -14,7 +14,7 @@ from typing import Any
 
 from netrig import routing, services
 from netrig.firewall import _lab as firewall
-from netrig.lab import check, teardown
+from netrig.lab import check, programs, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.runtime import LabRuntime
@@ -38,8 +38,9 @@ class Lab(LabRuntime):
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def from_file(cls, path: str) -> Lab:
-        plan = build_plan(model_load.load_file(path))
+    def from_file(cls, path: str, name: str | None = None, topo: str | None = None) -> Lab:
+        """A lab file (netrig, containerlab or Mininet), as lab NAME if given."""
+        plan = build_plan(model_load.load_file(path, name, topo))
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
@@ -84,6 +85,7 @@ class Lab(LabRuntime):
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
             services.start_all(self, say)
+            programs.start(self, say)
         except BaseException:
             self.down()
             raise
