@@ -55,7 +55,7 @@ def parse_daemons(text: str) -> tuple[list[str], dict[str, list[str]]]:
             continue
         key, value = (part.strip() for part in line.split("=", 1))
         try:
-            words = shlex.split(value)
+            words = shlex.split(" ".join(shlex.split(value)))  # a shell variable's words
         except ValueError:
             continue
         if key.endswith("_options") and key.removesuffix("_options") in KNOWN:
