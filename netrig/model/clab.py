@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
+from ipaddress import ip_interface
 from typing import Any
 
 from netrig.model import yamlmarks
@@ -167,6 +168,7 @@ def _convert(reader: _Reader) -> dict[str, Any]:
         link = _link(reader, raw, ("topology", "links", i), kinds, len(links))
         if link is not None:
             links.append(link)
+    _lift_addresses(reader, nodes, links)
     reader.marks[("name",)] = ("name",)
     reader.marks[("nodes",)] = ("topology", "nodes")
     reader.marks[("links",)] = ("topology", "links")
@@ -300,6 +302,63 @@ def _exec_lines(reader: _Reader, name: str, found: tuple[Path, Any], index: int)
         out.append(text)
     reader.marks[("nodes", index, "exec")] = path
     return out
+
+
+def ip_addr_add(argv: list[str]) -> tuple[str, str] | None:
+    """(CIDR, interface) of a plain `ip [-4|-6] addr add CIDR dev IF`, else None.
+
+    >>> ip_addr_add(["ip", "address", "add", "198.51.100.1/24", "dev", "eth1"])
+    ('198.51.100.1/24', 'eth1')
+    """
+    words = [w for w in argv if w not in ("-4", "-6")]
+    if len(words) != 6 or os.path.basename(words[0]) != "ip":
+        return None
+    if not "address".startswith(words[1]) or words[2] != "add":
+        return None
+    rest = words[3:]
+    if rest[0] == "dev":
+        ifname, cidr = rest[1], rest[2]
+    elif rest[1] == "dev":
+        cidr, ifname = rest[0], rest[2]
+    else:
+        return None
+    try:
+        ip_interface(cidr)
+    except ValueError:
+        return None
+    return (cidr, ifname) if "/" in cidr else None
+
+
+def _lift_addresses(
+    reader: _Reader, nodes: list[dict[str, Any]], links: list[dict[str, Any]]
+) -> None:
+    """`ip addr add CIDR dev IF` exec lines on a link's interface become that end's
+    explicit address, so the plan knows it (measurements, graph) and netrig sets it at build;
+    other exec lines stay, in their order."""
+    ends: dict[tuple[str, str], tuple[int, str]] = {}
+    for j, link in enumerate(links):
+        ends[(link["a"], link["a_ifname"])] = (j, "a_addr")
+        ends[(link["b"], link["b_ifname"])] = (j, "b_addr")
+    for index, node in enumerate(nodes):
+        if not node.get("exec"):
+            continue
+        kept: list[tuple[str, Path]] = []
+        for k, line in enumerate(node["exec"]):
+            path = reader.marks.pop(("nodes", index, "exec", k))
+            try:
+                found = ip_addr_add(shlex.split(line))
+            except ValueError:
+                found = None
+            end = ends.get((node["name"], found[1])) if found else None
+            if found and end:
+                link = links[end[0]]
+                link.setdefault(end[1], []).append(found[0])
+                reader.marks.setdefault(("links", end[0], end[1]), path)
+            else:
+                kept.append((line, path))
+        node["exec"] = [line for line, _path in kept]
+        for k, (_line, path) in enumerate(kept):
+            reader.marks[("nodes", index, "exec", k)] = path
 
 
 def _installs_packages(line: str) -> bool:

@@ -514,7 +514,9 @@ def _explicit_segment(
                 continue
             nets.add(iface_net)
             _port_addrs(nodes[member[0]], member[1]).append(cidr)
-    if len(nets) > 1:
+    if len(nets) > 1 and not auto:  # the file's own addressing: several subnets may share
+        network.prefixes.extend(sorted(map(str, nets)))
+    elif len(nets) > 1:
         problems.append(
             Problem(
                 graph.where(("links",)),
