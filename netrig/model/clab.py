@@ -242,7 +242,8 @@ def _node(
         out["kind"] = "switch"
         out["switch"] = SWITCH_KINDS[kind]
         for key in ("exec", "cmd", "binds", "network-mode"):
-            if (found := _pick(chain, key)) is not None:
+            found = _pick(chain, key)
+            if found is not None and found[0][:3] == path:  # defaults apply where they can
                 reader.refuse(found[0], f"{name}: {key} applies to linux nodes, not a {kind}")
         return out
     if kind not in HOST_KINDS:
