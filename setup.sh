@@ -62,6 +62,7 @@ main() {
             ;;
         test)
             ruff check netrig tests benchmarks
+            lint-imports --no-cache   # the layers of pyproject.toml: no import climbs a layer
             set +e
             python -m pytest -q -p no:cacheprovider tests "${@:2}"
             rc=$?

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import end_process, read_spool, spool
 from netrig.measure.stage_latency import StageLatencyOptions, exchange, percentile, samples
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 
 TAG = f"{os.getpid() % 10000}"

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.doctor import features as feat_mod
-from netrig.doctor import tools as tool_mod
-from netrig.doctor.features import FeatureResult, probe_features
 from netrig.doctor.report import Summary, as_json, summarise
-from netrig.doctor.tools import ToolResult, probe_tools
+from netrig.host import features as feat_mod
+from netrig.host import tools as tool_mod
+from netrig.host.features import FeatureResult, probe_features
+from netrig.host.tools import ToolResult, probe_tools
 
 STYLES = {"✔": "green", "✘": "red", "?": "yellow"}
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from netrig.measure import Measurement, Path, Result, register, tail
+from netrig.base.sample import MeasurementFailed
+from netrig.measure import KeyPath, Measurement, Result, register, tail
 from netrig.measure.parse_ab import is_error, parse_ab
 from netrig.measure.wrk import SLACK, HttpOptions, guarded, http_check, run_client, url
 from netrig.model.models import Seconds
-from netrig.results.sample import MeasurementFailed
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -47,7 +47,7 @@ class Ab(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"ab": "apache2-utils"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
     def timeout(self, options: Any) -> float:

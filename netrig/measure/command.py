@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -31,7 +32,6 @@ from netrig.measure import (
     tail,
 )
 from netrig.model.models import NodeName
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -71,7 +71,7 @@ class Command(Measurement):
         program = options.argv()[0]
         return {program: "dash" if program == "sh" else ""}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: Any) -> list[tuple[KeyPath, str]]:
         return node_problems(plan, [(("node",), options.node)])
 
     def run(self, lab: Lab, options: Any, timeout: float) -> Result:

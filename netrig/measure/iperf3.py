@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     end_process,
@@ -49,7 +50,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_iperf3 import parse_iperf3
 from netrig.model.models import NodeName, Rate, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -143,7 +143,7 @@ class Iperf3(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"iperf3": "iperf3"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: Iperf3Options = options
         problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
         if problems:

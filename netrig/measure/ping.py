@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     mark_started,
@@ -49,7 +50,6 @@ from netrig.measure import (
 from netrig.measure.parse_fping import parse_fping
 from netrig.measure.parse_ping import parse_ping
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -120,9 +120,9 @@ class Ping(Measurement):
         program = options.program()
         return {program: PACKAGES[program]}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: Any) -> list[tuple[KeyPath, str]]:
         o: PingOptions = options
-        refs: list[tuple[Path, str]] = []
+        refs: list[tuple[KeyPath, str]] = []
         if o.src is not None and o.dst is not None:
             refs = [(("src",), o.src), (("dst",), o.dst)]
         elif o.pairs is not None:

@@ -54,12 +54,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     node_problems,
@@ -78,7 +79,6 @@ from netrig.measure.parse_pps import (
     udp_received,
 )
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -162,7 +162,7 @@ class Pps(Measurement):
             return {"trafgen": "netsniff-ng"}
         return {} if os.access(_binary_path(), os.X_OK) else {"gcc": "gcc"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: PpsOptions = options
         refs = [(("src",), o.src), (("dst",), o.dst)]
         refs += [(("watch", i), node) for i, node in enumerate(o.watch)]

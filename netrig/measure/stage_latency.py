@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     node_problems,
@@ -51,7 +52,6 @@ from netrig.measure import (
     target_address,
 )
 from netrig.model.models import IfName, NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -89,7 +89,7 @@ class StageLatency(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"clang": "clang"}  # builds netrig-xdp and the BPF program at first use
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o: StageLatencyOptions = options
         problems = node_problems(plan, [(("sender",), o.sender), (("receiver",), o.receiver)])
         if problems:
@@ -160,16 +160,16 @@ def _undo_leftover(lab: Lab, node: str, iface: str, helper: str) -> None:
     """Remove a stamp program a killed receiver left on the interface (SIGKILL skips its
     restore) and put the node's XDP firewall back: the kernel empties a program array when
     its last user goes, so the leftover calls nothing and the firewall it replaced is gone."""
-    from netrig.firewall import _lab as firewall_lab
-    from netrig.firewall import xdp
+    from netrig.plan.firewall import FirewallPlan
 
     shown = lab.exec(node, [helper, "filter-count", iface], capture_output=True).stdout
     if "prog netrig_stamp" not in shown:
         return
     lab.exec(node, ["ip", "link", "set", "dev", iface, "xdp", "off"], capture_output=True)
-    fw = firewall_lab.firewalls(lab.plan).get(node)
-    if fw is not None and fw.engine == "xdp":
-        xdp.Xdp().apply_iface(lab, node, fw, iface)
+    planned = lab.plan.node(node).firewall
+    fw = FirewallPlan.from_dict(planned) if planned else None
+    if fw is not None and fw.engine == "xdp" and lab.catalog is not None:
+        lab.catalog.firewall.lookup("xdp")().apply_iface(lab, node, fw, iface)
 
 
 def receiving_iface(plan: LabPlan, o: StageLatencyOptions) -> str:

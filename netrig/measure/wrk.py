@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab.build import LabError
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -36,7 +37,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_wrk import REPORT_LUA, parse_wrk
 from netrig.model.models import NodeName, Percent, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -70,7 +70,7 @@ class HttpOptions(MeasureOptions):
         return self
 
 
-def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[Path, str]]:
+def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
     problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
     if problems:
         return problems
@@ -121,8 +121,7 @@ def guarded(lab: Lab, server: str, measure: Callable[[], Result]) -> Result:
     this run fails it, with its log tail, whatever the client saw; and after a failed run
     the server node's services are started afresh, so an overload that wedged a balancer
     fails the run it happened in, not every later one."""
-    from netrig import services
-
+    services = lab.services
     if not services.planned(lab):
         return measure()
     if not lab.exists() or lab.ledger.lab(lab.name) is None:
@@ -178,7 +177,7 @@ class Wrk(Measurement):
     def tools(self, options: Any) -> dict[str, str]:
         return {"wrk": "wrk"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
     def timeout(self, options: Any) -> float:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from netrig.registry import Registry
+from netrig.base.registry import Registry
+from netrig.lab.daemons import Route, protocol_route
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -33,7 +34,7 @@ class RoutingProtocol:
     refuses_addressing: ClassVar[tuple[str, ...]] = ()
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
-    tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
+    tools: ClassVar[dict[str, str]] = {}  # program → Debian package (checked in the preflight)
     families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
     convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
     poll_interval: ClassVar[float] = 0.2
@@ -58,6 +59,10 @@ class RoutingProtocol:
         """True for a protocol whose start() runs something (static routes are in at build)."""
         return cls.start is not RoutingProtocol.start
 
+    def is_ours(self, route: Route) -> bool:
+        """Whether a kernel route is this protocol's (what convergence waits for)."""
+        return protocol_route(route)
+
     def start(self, lab: Lab) -> None:
         """Start daemons once links and addresses exist."""
 
@@ -73,10 +78,10 @@ class RoutingProtocol:
         return ""
 
 
-_plugins: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
-PROTOCOLS = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
+PROTOCOLS = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:

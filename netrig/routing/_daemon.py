@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from netrig.lab.daemons import Reachability, Route, protocol_route, stop
+from netrig.lab.daemons import Reachability, stop
 from netrig.routing import RoutingProtocol
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ class DaemonProtocol(RoutingProtocol):
     def __init__(self, options: BaseModel) -> None:
         super().__init__(options)
         self.reach: Reachability | None = None
-
-    def is_ours(self, route: Route) -> bool:
-        return protocol_route(route)
 
     def watch(self, lab: Lab) -> Reachability:
         """The route watcher (made on first use: `down` from another process needs none)."""

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.registry import Registry
 from netrig.lab.build import LabError
 from netrig.model.models import NodeName
-from netrig.registry import Registry
+from netrig.model.yamlmarks import KeyPath
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan, ServicePlan
 
-Path = tuple[str | int, ...]
 READY_TIMEOUT = 10.0  # seconds a daemon may take to listen
 READY_POLL = 0.02
 
@@ -68,7 +68,7 @@ class Service:
         """Programs it runs → the Debian package that provides each."""
         return {}
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         """Problems of the options against the plan: (path inside the options, message)."""
         if isinstance(options, BalancerOptions):
             return backend_problems(plan, node, options.backends)
@@ -87,28 +87,28 @@ class Service:
 
     def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
         """True once the daemon serves: by default, it listens on its port."""
-        from netrig.measure import listening_ports
+        from netrig.lab.procs import listening_ports
 
         return options.port in listening_ports(pid)
 
 
-_plugins: Registry[Service] = Registry("service", __name__)
-SERVICES = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Service] = Registry("service", __name__)
+SERVICES = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def get(name: str) -> Service:
-    return _plugins.lookup(name)()
+    return registry.lookup(name)()
 
 
 # ------------------------------------------------------------------ helpers for plugins
 
 
-def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[Path, str]]:
+def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[KeyPath, str]]:
     """Backends that are not hosts of the plan, or the balancer itself."""
     hosts = [n.name for n in plan.hosts()]
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     for i, name in enumerate(backends):
         if name == node:
             problems.append((("backends", i), f"{node} cannot be its own backend"))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from netrig.lab import daemons
-from netrig.services import BalancerOptions, Path, Service, backend_address, register
+from netrig.services import BalancerOptions, KeyPath, Service, backend_address, register
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -69,7 +69,7 @@ class Nginx(Service):
     def tools(self, options: Any) -> dict[str, str]:
         return {"nginx": "nginx"}  # the program (nginx-light adds only a module)
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         return super().check(options, plan, node) if options.backends else []
 
     def config(self, lab: Lab, node: str, o: NginxOptions) -> str:

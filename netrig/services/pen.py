@@ -35,7 +35,7 @@ from pydantic import Field
 from netrig.lab import daemons, netns, nlwire
 from netrig.services import (
     BalancerOptions,
-    Path,
+    KeyPath,
     Service,
     backend_address,
     register,
@@ -65,7 +65,7 @@ class Pen(Service):
     def tools(self, options: Any) -> dict[str, str]:
         return {"pen": "pen"}
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         o: PenOptions = options
         problems = super().check(o, plan, node)
         if problems or not o.dsr:
@@ -231,7 +231,7 @@ def _next_hop(plan: LabPlan, host: str, node: str) -> tuple[str, int] | None:
 
 
 def _has_packet_socket(pid: int) -> bool:
-    from netrig.measure import socket_inodes
+    from netrig.lab.procs import socket_inodes
 
     mine = socket_inodes(pid)
     try:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from netrig import firewall, measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.firewall import xdp
 from netrig.lab import netns
 from netrig.lab.teardown import pids_in_namespaces
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 from tests.conftest import requires_root
 

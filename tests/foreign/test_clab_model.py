@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from netrig.model import clab, foreign
-from netrig.model.load import SpecError, load_file
-from netrig.plan.build import build_plan
+from netrig.model.load import SpecError
+from netrig.rig.prepare import load_file
+from netrig.rig.prepare import plan_lab as build_plan
 from tests.conftest import netrig_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -200,7 +201,7 @@ def test_name_option_and_bad_name(tmp_path: Path) -> None:
 
 
 def test_experiment_names_a_containerlab_lab(tmp_path: Path) -> None:
-    from netrig.model.experiment import load_experiment
+    from netrig.rig.prepare import load_experiment
 
     exp = load_experiment(str(EXAMPLES / "clab-frr-ping.yaml"))
     assert exp.name == "clab-frr"

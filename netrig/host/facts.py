@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import netrig
+from netrig import __version__
 
 # Tried in order; the first that exits 0 and prints a version number wins. `ping` (iputils)
 # rejects --version but answers -V; iperf3 and fping answer --version.
@@ -78,6 +78,6 @@ def collect_host_facts(tools: Iterable[str] = ()) -> dict[str, Any]:
         # What `nproc` prints: the CPUs this process may run on (taskset, cgroups).
         "cpu_usable": len(os.sched_getaffinity(0)),
         "python": sys.version.split()[0],
-        "netrig_version": netrig.__version__,
+        "netrig_version": __version__,
         "tool_versions": {tool: tool_version(tool) for tool in tools},
     }

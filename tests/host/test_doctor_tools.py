@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from netrig.doctor import tools
-from netrig.doctor.tools import TOOLS, has_tool, probe_tools
+from netrig.host import tools
+from netrig.host.tools import TOOLS, has_tool, probe_tools
 
 # Installed here and by setup.sh, so found on every netrig machine of this kind.
 FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",

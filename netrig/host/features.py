@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from netrig.doctor.kernel import (
+from netrig.host.kernel import (
     CREATE,
     NETLINK_NETFILTER,
     NLA_F_NESTED,
