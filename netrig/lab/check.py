@@ -70,6 +70,40 @@ def _ports_settling(ns: str) -> bool:
     return netns.in_netns(ns, dump)
 
 
+IFF_LOWER_UP = 0x10000  # the interface has carrier
+
+
+def wait_carrier(plan: LabPlan, timeout: float) -> list[str]:
+    """Wait until every link interface has carrier (the kernel reports a new veth's carrier
+    a little later, and a bridge port forwards only then); return `node:iface` still
+    without. What a lab without a ping check waits for before it is used."""
+    waiting = {n.ns: {i.index: f"{n.name}:{i.name}" for i in n.ifaces}
+               for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for ns in list(waiting):
+            up = netns.in_netns(ns, _lower_up)
+            waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in up}
+            if not waiting[ns]:
+                del waiting[ns]
+        if not waiting or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return [label for ports in waiting.values() for label in ports.values()]
+
+
+def _lower_up() -> set[int]:
+    """Indexes of the calling thread's namespace's interfaces that have carrier."""
+    with nlwire.RtnlSocket() as sock:
+        replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo())
+    out = set()
+    for _mtype, payload in replies:
+        _family, _type, index, flags = struct.unpack_from("=BxHiI", payload)
+        if flags & IFF_LOWER_UP:
+            out.add(index)
+    return out
+
+
 def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
     """(source, target, address) pairs the lab's routing promises to connect."""
     hosts = plan.hosts()

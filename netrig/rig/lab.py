@@ -162,6 +162,10 @@ class Lab(LabRuntime):
             settling += ovs.wait_stp(self, max(timeout, 20.0))
         if settling:
             raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
+        if not check_reachability or self.plan.reachability == "none":
+            dark = check.wait_carrier(self.plan, timeout)  # no pings wait for the links
+            if dark:
+                raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
         if check_reachability and self.plan.reachability != "none":
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
