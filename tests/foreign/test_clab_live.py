@@ -120,7 +120,7 @@ def test_failing_exec_line_fails_up_and_removes_the_lab(tmp_path: Path) -> None:
     path = tmp_path / "fail.clab.yml"
     path.write_text(
         "name: fail\ntopology:\n  nodes:\n    a:\n      kind: linux\n"
-        "      exec: [\"ip link set nosuch up\"]\n"
+        '      exec: ["ip link set nosuch up"]\n'
     )
     name = new_lab_name("cx")
     try:
