@@ -153,7 +153,7 @@ class Topo:
         return [n for n in self.nodes(sort) if not self.isSwitch(n)]
 
     def iterLinks(self, withKeys: bool = False, withInfo: bool = False) -> Iterator[Any]:
-        for src, dst, key, info in self.g.edges_iter():
+        for _src, _dst, key, info in self.g.edges_iter():
             node1, node2 = info["node1"], info["node2"]
             if withKeys:
                 yield (node1, node2, key, info) if withInfo else (node1, node2, key)
