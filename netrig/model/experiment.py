@@ -60,16 +60,8 @@ EXPERIMENT_KEYS = (
     "cooldown",
     "stop_on_failure",
 )
-NOT_SUBSTITUTED = (
-    "lab",
-    "vary",
-    "params",
-    "repeat",
-    "order",
-    "warmup",
-    "cooldown",
-    "stop_on_failure",
-)
+# the experiment's own keys but measure and events, and `lab:` (a path to a lab file)
+NOT_SUBSTITUTED = ("lab", *(k for k in EXPERIMENT_KEYS if k not in ("measure", "events")))
 MAX_EXPR = 200  # characters inside one {…}
 MAX_POINTS = 10000
 
@@ -177,7 +169,6 @@ class ExperimentModel:
     vary: Vary
     params: dict[str, Any]
     stop_on_failure: bool = False
-    lab_name: str | None = None  # --name: the lab's name instead of the file's
 
     def points(self) -> list[dict[str, Any]]:
         """The sweep points' values, in order."""
@@ -223,6 +214,7 @@ def load_experiment_model_text(
         raise SpecError(
             [Problem(doc.where(()), "an experiment file is a mapping (name:, measure:, …)")]
         )
+    doc = foreign.with_name(doc, name)  # with `lab:`, `name:` renames that file's lab
     _check_top_keys(doc)
     keys_data = {k: doc.data[k] for k in EXPERIMENT_KEYS if k in doc.data}
     try:
@@ -251,7 +243,6 @@ def load_experiment_model_text(
         vary=vary,
         params=params,
         stop_on_failure=keys.stop_on_failure,
-        lab_name=name,
     )
 
 
@@ -276,7 +267,6 @@ def substitute_point(model: ExperimentModel, values: dict[str, Any]) -> PointMod
     else:
         lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
         lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
-    lab_doc = foreign.with_name(lab_doc, model.lab_name)
     return PointModel(values, lab_doc, data["measure"], data.get("events") or [])
 
 

@@ -116,16 +116,7 @@ def _tc_lines(plan: LabPlan, node: NodePlan) -> list[str]:
             if end != node.name:
                 continue
             if link.delay or link.jitter or link.loss:
-                parts = []
-                if link.delay:
-                    parts.append(f"delay {link.delay * 1000:g}ms")
-                    if link.jitter:
-                        parts.append(f"{link.jitter * 1000:g}ms")
-                if link.loss:
-                    parts.append(f"loss {link.loss:g}%")
-                if link.rate:
-                    parts.append(f"rate {link.rate}bit")
-                out.append(f"tc qdisc add dev {ifname} root netem {' '.join(parts)}")
+                out.append(f"tc qdisc add dev {ifname} root netem {_netem_args(link)}")
             elif link.rate:
                 burst = link.burst or max(16 * 1024, link.rate // 8 // 200)
                 out.append(
@@ -133,6 +124,15 @@ def _tc_lines(plan: LabPlan, node: NodePlan) -> list[str]:
                     "latency 50ms"
                 )
     return out
+
+
+def _netem_args(link: LinkPlan) -> str:
+    """`delay 5ms 1ms loss 1% rate 10000000bit`: netem does rate too, in one qdisc."""
+    delay = f"delay {(link.delay or 0) * 1000:g}ms" if link.delay or link.jitter else ""
+    jitter = f"{link.jitter * 1000:g}ms" if link.jitter else ""
+    loss = f"loss {link.loss:g}%" if link.loss else ""
+    rate = f"rate {link.rate}bit" if link.rate else ""
+    return " ".join(part for part in (delay, jitter, loss, rate) if part)
 
 
 def _route_lines(node: NodePlan) -> list[str]:

@@ -82,19 +82,16 @@ def _end(plan: LabPlan, node: str, ifname: str) -> str:
 
 
 def _link(graph: graphviz.Graph, plan: LabPlan, link: LinkPlan) -> None:
-    parts = []
-    if link.rate:
-        parts.append(_rate(link.rate))
-    if link.delay:
-        parts.append(f"{link.delay * 1000:g} ms")
-    if link.loss:
-        parts.append(f"{link.loss:g}% loss")
-    if link.mtu:
-        parts.append(f"mtu {link.mtu}")
+    shown = [
+        _rate(link.rate) if link.rate else "",
+        f"{link.delay * 1000:g} ms" if link.delay else "",
+        f"{link.loss:g}% loss" if link.loss else "",
+        f"mtu {link.mtu}" if link.mtu else "",
+    ]
     graph.edge(
         link.a,
         link.b,
-        label=" ".join(parts) or None,
+        label=" ".join(part for part in shown if part) or None,
         taillabel=_end(plan, link.a, link.a_iface),
         headlabel=_end(plan, link.b, link.b_iface),
     )

@@ -17,7 +17,6 @@ import os
 import pwd
 import shlex
 import subprocess
-import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
@@ -103,18 +102,11 @@ class Frr(Service):
                            f"{loaded.stdout.strip()}")  # fmt: skip
 
     def _wait_sockets(self, lab: Lab, node: str, frr_run: str, names: list[str]) -> None:
-        deadline = time.monotonic() + SOCKET_TIMEOUT
-        while True:
-            missing = [n for n in names if not os.path.exists(os.path.join(frr_run, n))]
-            if not missing:
-                return
-            crashed = lab.daemon_failures()
-            if crashed:
-                label, tail = crashed[0]
-                raise LabError(f"{label} exited; last log lines:\n{tail}")
-            if time.monotonic() > deadline:
-                raise LabError(f"{node}: frr: no {', '.join(missing)} after {SOCKET_TIMEOUT:g} s")
-            time.sleep(0.05)
+        def missing() -> list[str]:
+            return [n for n in names if not os.path.exists(os.path.join(frr_run, n))]
+
+        daemons.wait_until(lab, lambda: not missing(), SOCKET_TIMEOUT,
+                           f"{node}: frr: no {', '.join(missing())}")  # fmt: skip
 
     def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
         return True  # start() returns once every daemon answers and frr.conf is loaded

@@ -117,17 +117,8 @@ def test_refused_at_file_line(tmp_path: Path, body: str, line: int, words: str) 
 
 
 def test_vendor_kind_from_defaults_refused_at_its_line_by_the_cli(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        """\
-        name: vendor
-        topology:
-          defaults:
-            kind: cumulus_cvx
-          nodes:
-            sw1: {}
-        """,
-    )
+    vendor = "name: vendor\ntopology:\n  defaults:\n    kind: cumulus_cvx\n  nodes:\n    sw1: {}\n"
+    path = write(tmp_path, vendor)
     for command in ("validate", "up"):
         result = netrig_cli(command, path)
         assert result.returncode == 2, result.stderr
