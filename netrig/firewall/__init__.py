@@ -35,11 +35,11 @@ class Engine:
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
-    tools: ClassVar[dict[str, str]] = {}  # program → Debian package
+    programs: ClassVar[dict[str, str]] = {}  # program → Debian package
 
     def missing(self) -> str | None:
         """Why this engine cannot work on this host (naming the package), or None."""
-        lacking = {cmd: pkg for cmd, pkg in self.tools.items() if shutil.which(cmd) is None}
+        lacking = {cmd: pkg for cmd, pkg in self.programs.items() if shutil.which(cmd) is None}
         if not lacking:
             return None
         pkgs = " ".join(sorted(set(lacking.values())))

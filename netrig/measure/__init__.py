@@ -25,12 +25,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import ip_interface
-from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
+from typing import IO, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
 from netrig.base.sample import MeasurementFailed, Sample
+from netrig.lab import netns
 from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
     end_group,
     end_process,
@@ -38,12 +40,10 @@ from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
     socket_inodes,
     wait_all,
 )
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.model.models import Seconds
 from netrig.model.yamlmarks import KeyPath
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
+from netrig.plan.model import LabPlan
 
 STDERR_KEEP = 8000  # characters of a tool's stderr kept with a failed run
 
@@ -72,36 +72,37 @@ class MeasureOptions(BaseModel):
     timeout: Seconds | None = Field(None, description="give up after this long (default: derived)")
 
 
-class Measurement:
+MeasureOptionsT = TypeVar("MeasureOptionsT", bound=MeasureOptions)
+
+
+class Measurement(Plugin[MeasureOptionsT]):
     """Base class of a measurement plugin; stateless, options are passed to every call."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
     Options: ClassVar[type[MeasureOptions]] = MeasureOptions
     summary_metrics: ClassVar[tuple[str, ...]] = ()  # shown in the end-of-run table
 
-    def tools(self, options: Any) -> dict[str, str]:
-        """Programs the measurement runs → the Debian package that provides each."""
-        return {}
+    def tools(self, options: MeasureOptionsT) -> dict[str, str]:
+        """Programs these options run → the Debian package of each (of `programs`)."""
+        return dict(self.programs)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+    def check(self, options: MeasureOptionsT, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         """Problems of the options against a lab plan: (path inside the options, message)."""
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: MeasureOptionsT) -> float:
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
-    def during_events(self, options: Any) -> Any:
+    def during_events(self, options: MeasureOptionsT) -> MeasureOptionsT:
         """The options to use while a timeline of faults runs (`events:`): finer time series
         where the user left the default. Unchanged by default."""
         return options
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+    def run(self, lab: Lab, options: MeasureOptionsT, timeout: float) -> Result:
         raise NotImplementedError
 
 
-registry: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
+registry: Registry[Measurement[Any]] = Registry("measurement", __name__, skip=("parse_", "_"))
 MEASUREMENTS = registry.classes
 register = registry.register
 load_plugins = registry.load
@@ -221,7 +222,6 @@ def read_spool(fh: IO[str]) -> str:
 
 def in_namespace(pid: int, lab: Lab, node: str) -> bool:
     """True once the process has entered the node's namespace (it starts in ours)."""
-    from netrig.lab import netns
 
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == netns.ns_inode(lab.ns(node))

@@ -12,7 +12,7 @@ latency percentiles come from ab's `-e` file.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -38,23 +38,22 @@ class AbOptions(HttpOptions):
 
 
 @register
-class Ab(Measurement):
+class Ab(Measurement[AbOptions]):
     name = "ab"
     summary = "HTTP requests/s and latency percentiles (ApacheBench), a connection per request"
     Options = AbOptions
     summary_metrics = ("requests_per_s", "latency_p99", "errors")
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"ab": "apache2-utils"}
+    programs: ClassVar[dict[str, str]] = {"ab": "apache2-utils"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+    def check(self, options: AbOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: AbOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: AbOptions = options
+    def run(self, lab: Lab, options: AbOptions, timeout: float) -> Result:
+        o = options
         csv_path = os.path.join(lab.node_dir(o.client), "ab-percentiles.csv")
         if os.path.exists(csv_path):
             os.unlink(csv_path)

@@ -60,22 +60,22 @@ class CommandOptions(MeasureOptions):
 
 
 @register
-class Command(Measurement):
+class Command(Measurement[CommandOptions]):
     name = "command"
     summary = "any command in a node: exit code, duration, stdout (and numbers it prints)"
     Options = CommandOptions
     summary_metrics = ()  # every number it reports: exit_code, duration, and its own metrics
 
-    def tools(self, options: Any) -> dict[str, str]:
+    def tools(self, options: CommandOptions) -> dict[str, str]:
         """The shell, or the program of an argv list (its package is unknown: no name)."""
         program = options.argv()[0]
         return {program: "dash" if program == "sh" else ""}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[KeyPath, str]]:
+    def check(self, options: CommandOptions, plan: Any) -> list[tuple[KeyPath, str]]:
         return node_problems(plan, [(("node",), options.node)])
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: CommandOptions = options
+    def run(self, lab: Lab, options: CommandOptions, timeout: float) -> Result:
+        o = options
         start = time.monotonic()
         try:
             done = lab.exec(

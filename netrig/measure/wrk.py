@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -168,23 +168,22 @@ class WrkOptions(HttpOptions):
 
 
 @register
-class Wrk(Measurement):
+class Wrk(Measurement[WrkOptions]):
     name = "wrk"
     summary = "HTTP requests/s, latency percentiles and errors (wrk, keep-alive)"
     Options = WrkOptions
     summary_metrics = ("requests_per_s", "latency_p99", "errors")
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"wrk": "wrk"}
+    programs: ClassVar[dict[str, str]] = {"wrk": "wrk"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+    def check(self, options: WrkOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: WrkOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: WrkOptions = options
+    def run(self, lab: Lab, options: WrkOptions, timeout: float) -> Result:
+        o = options
         script = os.path.join(lab.node_dir(o.client), "wrk-report.lua")
         with open(script, "w") as fh:
             fh.write(REPORT_LUA)

@@ -90,13 +90,13 @@ def load_doc(doc: yamlmarks.MarkedDoc, catalog: Catalog) -> LabGraph:
         raise SpecError(_problems(exc, doc, LabSpec)) from None
     _check_firewall_engines(spec, doc, catalog)
     protocol = _make_protocol(spec, doc, catalog)
-    return expand(spec, protocol, doc, catalog)
+    return merge_graph(spec, protocol, doc, catalog)
 
 
 def from_spec(spec: LabSpec, catalog: Catalog) -> LabGraph:
     """For labs built in code (Python API) rather than from a file."""
     _check_firewall_engines(spec, None, catalog)
-    return expand(spec, _make_protocol(spec, None, catalog), None, catalog)
+    return merge_graph(spec, _make_protocol(spec, None, catalog), None, catalog)
 
 
 def _check_firewall_engines(
@@ -170,7 +170,7 @@ def _make_protocol(
     return proto
 
 
-def expand(
+def merge_graph(
     spec: LabSpec, protocol: RoutingTraits, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
 ) -> LabGraph:
     """Merge the generated topology with explicit nodes and links; check references."""

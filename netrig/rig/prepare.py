@@ -32,8 +32,8 @@ from netrig.model.experiment import (
 )
 from netrig.model.load import LabGraph, Problem, SpecError
 from netrig.model.models import LabSpec
-from netrig.plan.build import build_plan
 from netrig.plan.experiment import ExperimentPlan, plan_experiment
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
 from netrig.switch import ovs
 
@@ -119,12 +119,22 @@ def load_experiment_text(
 
 
 def _checked(exp: ExperimentPlan) -> ExperimentPlan:
+    """The preflight of every distinct lab of the sweep and of the measurements' programs."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for point in exp.points:
         if point.network not in seen:
             seen.add(point.network)
             problems += host_problems(None, point.plan, exp.file)
+    for program, package in measure.missing_tools(exp.tools()).items():
+        problems.append(
+            Problem(
+                exp.file,
+                f"{program} is not installed; install it with: apt-get install {package}"
+                if package
+                else f"{program}: command not found on PATH",
+            )
+        )
     if problems:
         raise SpecError(list({str(p): p for p in problems}.values()))
     return exp
@@ -156,7 +166,7 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
                 )
             )
     proto = catalog().routing.load()[plan.protocol]
-    for program, package in proto.tools.items():
+    for program, package in proto.programs.items():
         if shutil.which(program) is None:
             problems.append(
                 Problem(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import OptionsT
 from netrig.lab.daemons import Reachability, stop
 from netrig.routing import RoutingProtocol
 
@@ -27,12 +28,12 @@ class DaemonOptions(BaseModel):
     )
 
 
-class DaemonProtocol(RoutingProtocol):
+class DaemonProtocol(RoutingProtocol[OptionsT]):
     """A protocol run by one daemon per node: subclasses start them (with `start` above)
     and say which kernel routes are theirs (`is_ours`); converged() is every node having
     such a route to every other node's address, held for the options' `settle` seconds."""
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: OptionsT) -> None:
         super().__init__(options)
         self.reach: Reachability | None = None
 

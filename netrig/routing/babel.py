@@ -47,12 +47,12 @@ class BabelOptions(DaemonOptions):
 
 
 @register
-class Babel(DaemonProtocol):
+class Babel(DaemonProtocol[BabelOptions]):
     name = "babel"
     summary = "Babel distance-vector routing (babeld), IPv4 and IPv6"
     Options = BabelOptions
     refuses_addressing = ("shared-subnet",)
-    tools: ClassVar[dict[str, str]] = {"babeld": "babeld"}
+    programs: ClassVar[dict[str, str]] = {"babeld": "babeld"}
     convergence_timeout = 60.0
 
     @property

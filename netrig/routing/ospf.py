@@ -44,12 +44,12 @@ class OspfOptions(DaemonOptions):
 
 
 @register
-class Ospf(DaemonProtocol):
+class Ospf(DaemonProtocol[OspfOptions]):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
     Options = OspfOptions
     refuses_addressing = ("shared-subnet",)
-    tools: ClassVar[dict[str, str]] = {"bird": "bird2"}
+    programs: ClassVar[dict[str, str]] = {"bird": "bird2"}
     convergence_timeout = 60.0
 
     @property

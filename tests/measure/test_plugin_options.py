@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from netrig import measure
 from netrig.measure.command import parse_metrics
 from netrig.measure.iperf3 import Iperf3Options, alias_pairs, client_argv
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
 from netrig.rig.prepare import load_text
 

@@ -28,7 +28,7 @@ from netrig.measure.pps import (
     trafgen_argv,
     trafgen_config,
 )
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.rig.prepare import load_text
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pps"

@@ -8,7 +8,7 @@ import pytest
 
 from netrig.model.load import SpecError
 from netrig.model.yamlmarks import YamlSyntaxError
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.rig.prepare import load_text, plan_lab
 
 

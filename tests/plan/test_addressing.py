@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ipaddress import ip_interface, ip_network
 
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.rig.prepare import load_text
 
 

@@ -11,7 +11,7 @@ from ipaddress import ip_address, ip_network
 
 import pytest
 
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
 from netrig.rig.prepare import load_text
 

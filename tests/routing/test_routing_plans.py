@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from netrig.model.load import SpecError
 from netrig.plan import events as plan_events
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan, UnknownName
 from netrig.rig.prepare import load_experiment, load_text
 from netrig.routing import make
