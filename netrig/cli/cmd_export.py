@@ -29,8 +29,8 @@ def export(file: str, fmt: str, output: str | None, topo: str | None) -> None:
     Daemons netrig runs itself (routing protocols, services, firewalls) are named in the
     file's header and not exported.
     """
-    from netrig.plan.build import build_plan
     from netrig.plan.export_clab import header, to_clab
+    from netrig.plan.lab import build_plan
     from netrig.rig import prepare
 
     if prepare.is_experiment_file(file):

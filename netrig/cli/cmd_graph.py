@@ -55,7 +55,7 @@ def graph(source: str, output: str | None, topo: str | None) -> None:
 
 def _plan_of(source: str, topo: str | None) -> LabPlan:
     """A file's plan (host needs not checked: a picture needs none), or a running lab's."""
-    from netrig.plan.build import build_plan
+    from netrig.plan.lab import build_plan
     from netrig.rig import prepare
 
     if not os.path.exists(source):

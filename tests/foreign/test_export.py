@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from netrig.plan.build import build_plan
 from netrig.plan.export_clab import to_clab
+from netrig.plan.lab import build_plan
 from netrig.rig import Lab
 from netrig.rig.prepare import load_file
 from tests.conftest import netrig_cli, new_lab_name, requires_root

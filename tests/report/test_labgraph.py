@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.report import labgraph
 from netrig.rig.prepare import load_file
 from tests.conftest import netrig_cli, new_lab_name, requires_root
