@@ -18,6 +18,35 @@ from tests.conftest import netrig_cli
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+LINKS = """\
+name: links
+topology:
+  nodes:
+    a: {kind: linux}
+    b: {kind: linux}
+  links:
+    - endpoints: ["a:eth1", "host:a-eth1"]
+    - type: macvlan
+      endpoints: [{node: a, interface: eth2}, {node: b, interface: eth2}]
+    - endpoints: ["a:eth3", "zz:eth3"]
+"""
+
+
+SIDECAR = """\
+name: side
+topology:
+  nodes:
+    main: {kind: linux}
+    peer: {kind: linux}
+    sidecar:
+      kind: linux
+      network-mode: container:main
+      exec: ["ip link show eth1"]
+  links:
+    - endpoints: ["main:eth1", "peer:eth1"]
+"""
+
+
 def write(tmp_path: Path, text: str, name: str = "lab.clab.yml") -> str:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -127,21 +156,7 @@ def test_vendor_kind_from_defaults_refused_at_its_line_by_the_cli(tmp_path: Path
 
 
 def test_links_other_than_veth_between_nodes_refused(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        """\
-        name: links
-        topology:
-          nodes:
-            a: {kind: linux}
-            b: {kind: linux}
-          links:
-            - endpoints: ["a:eth1", "host:a-eth1"]
-            - type: macvlan
-              endpoints: [{node: a, interface: eth2}, {node: b, interface: eth2}]
-            - endpoints: ["a:eth3", "zz:eth3"]
-        """,
-    )
+    path = write(tmp_path, LINKS)
     found = problems_of(path)
     assert any(":7:" in p and "host's network" in p for p in found)
     assert any(":8:" in p and "link type 'macvlan'" in p for p in found)
@@ -158,23 +173,7 @@ def test_unrendered_template_refused_at_its_line(tmp_path: Path) -> None:
 
 
 def test_recognised_by_content_and_network_mode_container(tmp_path: Path) -> None:
-    path = write(
-        tmp_path,
-        """\
-        name: side
-        topology:
-          nodes:
-            main: {kind: linux}
-            peer: {kind: linux}
-            sidecar:
-              kind: linux
-              network-mode: container:main
-              exec: ["ip link show eth1"]
-          links:
-            - endpoints: ["main:eth1", "peer:eth1"]
-        """,
-        name="plain.yaml",
-    )
+    path = write(tmp_path, SIDECAR, name="plain.yaml")
     plan = build_plan(load_file(path))
     assert plan.nodes["sidecar"].shares == "main"
     assert plan.nodes["sidecar"].ns == plan.nodes["main"].ns
