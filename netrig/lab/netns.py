@@ -53,14 +53,16 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     _check(
         _libc.mount(
             source.encode() if source else None,
             target.encode(),
             fstype.encode() if fstype else None,
             flags,
-            None,
+            data.encode() if data else None,
         ),
         f"mount {target}",
     )

@@ -422,17 +422,25 @@ def _bind(reader: _Reader, name: str, text: str, path: Path) -> str | None:
     if not os.path.isabs(target):
         reader.refuse(path, f"{name}: bind target {target!r} must be an absolute path")
         return None
-    if not os.path.exists(target):
-        reader.refuse(path, f"{name}: bind target {target} does not exist on this host: "
-                      "netrig mounts over the host's files in the node's own view and cannot "
-                      "create new paths")  # fmt: skip
+    if not os.path.exists(target) and _anchor(target) == "/":
+        reader.refuse(path, f"{name}: bind target {target}: netrig creates a missing target "
+                      "in the node's own overlay of its nearest existing directory, and "
+                      "will not overlay / itself; bind below an existing directory")  # fmt: skip
         return None
-    if os.path.isdir(source) != os.path.isdir(target):
+    if os.path.exists(target) and os.path.isdir(source) != os.path.isdir(target):
         reader.refuse(path, f"{name}: bind {text!r} mounts a "
                       f"{'directory' if os.path.isdir(source) else 'file'} over a "
                       f"{'directory' if os.path.isdir(target) else 'file'}")  # fmt: skip
         return None
     return ":".join([source, target, *parts[2:]])
+
+
+def _anchor(target: str) -> str:
+    """The nearest existing directory above a path (what the node's overlay covers)."""
+    anchor = os.path.dirname(os.path.normpath(target))
+    while not os.path.isdir(anchor):
+        anchor = os.path.dirname(anchor)
+    return anchor
 
 
 def _link(

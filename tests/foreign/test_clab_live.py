@@ -149,3 +149,25 @@ def test_experiment_on_a_containerlab_lab(tmp_path: Path) -> None:
         _down(name)
     assert time.monotonic() - started < 120
     assert os.path.exists(db)
+
+
+def test_bind_to_a_path_the_host_lacks_is_made_in_the_node_only(tmp_path: Path) -> None:
+    (tmp_path / "hello.sh").write_text("echo made-in-node\n")
+    target = "/opt/netrig-bind-test/hello.sh"
+    assert not os.path.exists("/opt/netrig-bind-test")
+    path = tmp_path / "view.clab.yml"
+    path.write_text(
+        "name: view\ntopology:\n  nodes:\n    a:\n      kind: linux\n"
+        f"      binds: [\"hello.sh:{target}:ro\"]\n"
+        f"      exec: [\"sh {target}\", \"ls {target}\"]\n"
+    )
+    name = new_lab_name("cv")
+    lab = Lab.from_file(str(path), name=name)
+    try:
+        lab.up()
+        seen = lab.exec("a", ["cat", target], capture_output=True)
+        assert seen.returncode == 0 and "made-in-node" in seen.stdout
+        assert not os.path.exists("/opt/netrig-bind-test")  # the host never sees it
+    finally:
+        lab.down()
+    assert not os.path.exists("/opt/netrig-bind-test")
