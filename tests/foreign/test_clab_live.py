@@ -171,3 +171,33 @@ def test_bind_to_a_path_the_host_lacks_is_made_in_the_node_only(tmp_path: Path) 
     finally:
         lab.down()
     assert not os.path.exists("/opt/netrig-bind-test")
+
+
+def test_addresses_set_by_exec_lines_themselves_carry_traffic(tmp_path: Path) -> None:
+    """`brd +` keeps these lines exec lines (netrig lifts only the plain form): the kernel
+    gets the addresses from the commands, in the nodes, after the links are up."""
+    path = tmp_path / "execd.clab.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: execd
+            topology:
+              defaults: {kind: linux}
+              nodes:
+                a: {exec: ["ip addr add 198.51.100.10/24 brd + dev eth1"]}
+                b: {exec: ["ip addr add 198.51.100.20/24 brd + dev eth1"]}
+                br: {kind: bridge}
+              links:
+                - endpoints: ["a:eth1", "br:a"]
+                - endpoints: ["b:eth1", "br:b"]
+            """
+        )
+    )
+    lab = Lab.from_file(str(path), name=new_lab_name("cd"))
+    assert lab.plan.nodes["a"].iface("eth1").addrs == []  # not netrig's: the exec line's
+    try:
+        lab.up()
+        ping = lab.exec("a", ["ping", "-c1", "-W2", "198.51.100.20"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout
+    finally:
+        lab.down()
