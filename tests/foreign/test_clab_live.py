@@ -38,7 +38,7 @@ def test_bridge_example_up_twice_under_two_names_and_pinging() -> None:
             assert f"lab {name} is up" in up.stdout and "198.51.100.3/24" in up.stdout
             assert "package install skipped" in up.stderr
         for name in names:
-            ping = netrig_cli("exec", name, "h1", "--", "ping", "-c1", "-W2", "198.51.100.3")
+            ping = netrig_cli("exec", name, "h1", "--", "ping", "-c1", "-w5", "198.51.100.3")
             assert ping.returncode == 0 and "1 received" in ping.stdout, ping.stdout
             mtu = netrig_cli("exec", name, "h3", "--", "cat", "/sys/class/net/eth1/mtu")
             assert mtu.stdout.strip() == "9000"
@@ -89,7 +89,7 @@ def test_cmd_binds_read_only_and_shared_namespace(tmp_path: Path) -> None:
                 sidecar:
                   kind: linux
                   network-mode: container:main
-                  exec: ["ping -c1 -W2 192.0.2.2"]
+                  exec: ["ping -c1 -w5 192.0.2.2"]
               links:
                 - endpoints: ["main:eth1", "peer:eth1"]
             """
@@ -158,8 +158,8 @@ def test_bind_to_a_path_the_host_lacks_is_made_in_the_node_only(tmp_path: Path) 
     path = tmp_path / "view.clab.yml"
     path.write_text(
         "name: view\ntopology:\n  nodes:\n    a:\n      kind: linux\n"
-        f"      binds: [\"hello.sh:{target}:ro\"]\n"
-        f"      exec: [\"sh {target}\", \"ls {target}\"]\n"
+        f'      binds: ["hello.sh:{target}:ro"]\n'
+        f'      exec: ["sh {target}", "ls {target}"]\n'
     )
     name = new_lab_name("cv")
     lab = Lab.from_file(str(path), name=name)
@@ -197,7 +197,7 @@ def test_addresses_set_by_exec_lines_themselves_carry_traffic(tmp_path: Path) ->
     assert lab.plan.nodes["a"].iface("eth1").addrs == []  # not netrig's: the exec line's
     try:
         lab.up()
-        ping = lab.exec("a", ["ping", "-c1", "-W2", "198.51.100.20"], capture_output=True)
-        assert ping.returncode == 0, ping.stdout
+        ping = lab.exec("a", ["ping", "-c1", "-w5", "198.51.100.20"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout + ping.stderr
     finally:
         lab.down()

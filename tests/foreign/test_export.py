@@ -64,7 +64,7 @@ def test_exported_ring_up_routes_like_the_original(tmp_path: Path) -> None:
     lab = Lab.from_file(str(out), name=new_lab_name("ex"))
     try:
         lab.up()
-        ping = lab.exec("n1", ["ping", "-c1", "-W2", "198.18.0.9"], capture_output=True)
+        ping = lab.exec("n1", ["ping", "-c1", "-w5", "198.18.0.9"], capture_output=True)
         assert ping.returncode == 0, ping.stdout
         routes = lab.exec("n1", ["ip", "route", "show", "198.18.0.9"], capture_output=True)
         assert routes.stdout.count("nexthop via") == 2  # both ways round the ring, as netrig's

@@ -154,7 +154,7 @@ def test_example_up_with_bw_limits_carrying_traffic() -> None:
     lab = Lab.from_file(str(EXAMPLES / "mininet-bw.py"), name=name)
     try:
         lab.up()
-        ping = lab.exec("h1", ["ping", "-c1", "-W2", "198.18.0.4"], capture_output=True)
+        ping = lab.exec("h1", ["ping", "-c1", "-w5", "198.18.0.4"], capture_output=True)
         assert ping.returncode == 0, ping.stdout
         rates = {}
         for server, address in (("h2", "198.18.0.2"), ("h3", "198.18.0.3")):
