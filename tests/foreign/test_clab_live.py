@@ -201,3 +201,31 @@ def test_addresses_set_by_exec_lines_themselves_carry_traffic(tmp_path: Path) ->
         assert ping.returncode == 0, ping.stdout + ping.stderr
     finally:
         lab.down()
+
+
+@requires_tool("ovs-vsctl")
+def test_ovs_bridge_kind_is_an_open_vswitch_switch_node(tmp_path: Path) -> None:
+    path = tmp_path / "ovs.clab.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: ovs
+            topology:
+              nodes:
+                a: {kind: linux, exec: ["ip addr add 198.51.100.1/24 dev eth1"]}
+                b: {kind: linux, exec: ["ip addr add 198.51.100.2/24 dev eth1"]}
+                sw: {kind: ovs-bridge}
+              links:
+                - endpoints: ["a:eth1", "sw:a"]
+                - endpoints: ["b:eth1", "sw:b"]
+            """
+        )
+    )
+    lab = Lab.from_file(str(path), name=new_lab_name("co"))
+    assert lab.plan.nodes["sw"].ovs is not None
+    try:
+        lab.up()
+        ping = lab.exec("a", ["ping", "-c1", "-w10", "198.51.100.2"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout
+    finally:
+        lab.down()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from netrig.lab import netns
 from netrig.model import clab, foreign
 from netrig.model.load import SpecError
 from netrig.rig.prepare import load_file
@@ -153,6 +154,7 @@ def test_vendor_kind_from_defaults_refused_at_its_line_by_the_cli(tmp_path: Path
         assert result.returncode == 2, result.stderr
         assert f"{path}:4:" in result.stderr and "cumulus_cvx" in result.stderr
         assert "Traceback" not in result.stderr
+    assert not any(ns.startswith("vendor-") for ns in netns.list_names())  # nothing created
 
 
 def test_links_other_than_veth_between_nodes_refused(tmp_path: Path) -> None:
