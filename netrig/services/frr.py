@@ -70,7 +70,7 @@ class Frr(Service):
     name = "frr"
     summary = "Debian's FRR with the node's /etc/frr (daemons, frr.conf), as the FRR image"
     Options = FrrOptions
-    private_run = True  # the daemons' sockets and pid files, per node
+    private_run = True  # zebra's socket, the vty sockets and pid files: per node
 
     def tools(self, options: Any) -> dict[str, str]:
         return {f"{FRR_DIR}/zebra": "frr", f"{FRR_DIR}/watchfrr": "frr", "vtysh": "frr"}
