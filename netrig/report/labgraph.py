@@ -14,6 +14,7 @@ Needs no root: it draws the plan, not the kernel.
 
 from __future__ import annotations
 
+import re
 import shutil
 import warnings
 from typing import Literal
@@ -123,7 +124,8 @@ def render(plan: LabPlan, fmt: Format) -> bytes:
 def svg_inline(plan: LabPlan) -> str:
     """The SVG element alone (no XML prolog), to put inside an HTML page."""
     text = render(plan, "svg").decode()
-    return text[text.index("<svg") :]
+    text = text[text.index("<svg") :]
+    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", text, count=2)  # HTML needs none: no URL
 
 
 def experiment_svg(text: str, file: str = "<stored>") -> tuple[str | None, str]:

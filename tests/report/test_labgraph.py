@@ -120,3 +120,15 @@ def test_graph_of_a_running_lab_by_name() -> None:
         netrig_cli("down", name)
     missing = netrig_cli("graph", name)
     assert missing.returncode == 2 and "no lab named" in missing.stderr
+
+
+@needs_dot
+def test_the_reports_picture_from_the_stored_file_text() -> None:
+    text = (EXAMPLES / "seed000-static.yaml").read_text()
+    svg, why = labgraph.experiment_svg(text)
+    assert svg is not None and why == ""
+    assert svg.startswith("<svg") and ">n16</text>" in svg
+    assert "http" not in svg  # the report stays free of URLs
+    relative = "lab: elsewhere.clab.yml\nmeasure:\n  - ping: {src: a, dst: b}\n"
+    svg, why = labgraph.experiment_svg(relative)
+    assert svg is None and "could not be planned again" in why
