@@ -4,7 +4,8 @@ What runs, and how (https://containerlab.dev/manual/topo-def-file/):
 - `kind: linux` nodes are namespaces running the host's programs; `cmd` is a supervised
   daemon, `exec` lines run in order once the lab is up (package installs with apk, apt-get,
   yum… are skipped with a note: there is no image), `binds` (relative to the file) are
-  mounted into the node's private view of the filesystem; a node whose image is FRR
+  mounted into the node's private view of the filesystem (a target the host lacks is
+  made in an overlay only the node sees); a node whose image is FRR
   (frrouting/frr) and has no `cmd` runs Debian's FRR (netrig.services.frr) with the files
   its binds give for /etc/frr;
 - `bridge` and `ovs-bridge` nodes are switch nodes (a Linux bridge, Open vSwitch) netrig
