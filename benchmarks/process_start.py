@@ -28,34 +28,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from netrig.lab import netns, run
+from netrig.lab import netns, nsexec, run
 from netrig.rig import Lab
 
 TARGET = 1.0
 BALLAST_MB = (0, 200)  # a small process, then one the size of a runner with results in memory
 
 
-def old_enter_fn(ns: str) -> Callable[[], None]:
-    """The way netrig entered a node before: preexec_fn, in the child between fork/exec."""
-    path = netns.ns_path(ns)
-
-    def enter() -> None:
-        fd = os.open(path, os.O_RDONLY)
-        netns.setns(fd, netns.CLONE_NEWNET)
-        os.close(fd)
-        netns.unshare(netns.CLONE_NEWNS)
-        netns.mount("", "/", None, netns.MS_SLAVE | netns.MS_REC)
-        try:
-            netns.umount("/sys")
-            netns.mount(ns, "/sys", "sysfs", 0)
-        except OSError:
-            pass
-
-    return enter
-
-
 def start_old(ns: str) -> None:
-    subprocess.run(["/bin/true"], preexec_fn=old_enter_fn(ns), check=True)
+    """The way netrig entered a node before: the same steps, as preexec_fn (in the child,
+    between fork and exec)."""
+    path = netns.ns_path(ns)
+    subprocess.run(["/bin/true"], preexec_fn=lambda: nsexec.enter(path, None, ()), check=True)
 
 
 def start_new(ns: str) -> None:

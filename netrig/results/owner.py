@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from netrig.lab.ledger import process_alive, process_starttime
+
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 
@@ -20,21 +22,10 @@ def _boot_id() -> str:
         return ""
 
 
-def _start_time(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat (None: no such process, or a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return None if fields[0] == "Z" else int(fields[19])
-
-
 def current() -> str:
     """This process, as an owner string."""
     pid = os.getpid()
-    return f"{_boot_id()}:{pid}:{_start_time(pid)}"
+    return f"{_boot_id()}:{pid}:{process_starttime(pid)}"
 
 
 def alive(owner: str | None) -> bool | None:
@@ -45,4 +36,4 @@ def alive(owner: str | None) -> bool | None:
     boot, pid, start = owner.rsplit(":", 2)
     if boot != _boot_id():
         return False
-    return start != "None" and _start_time(int(pid)) == int(start)
+    return start != "None" and process_alive(int(pid), int(start))

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,7 @@ pytestmark = [requires_root, pytest.mark.slow]
 
 RING = 400
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+EACH_SIGNAL = pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 
 
 def namespaces_of(name: str) -> list[str]:
@@ -70,6 +73,35 @@ def wait_for(condition, timeout: float = 60.0) -> bool:  # type: ignore[no-untyp
     return False
 
 
+def signal_at(
+    argv: list[str],
+    moment: str,
+    reached: Callable[[StderrLines], bool],
+    sig: int,
+    before: Callable[[], Any] = lambda: None,
+) -> tuple[int, str, Any]:
+    """Start `netrig ARGV`, wait until reached() says the moment came, note before(), send
+    sig; (exit code, stderr, what before() said)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    err = StderrLines(proc)
+    try:
+        came = wait_for(lambda: reached(err) or proc.poll() is not None)
+        assert came and proc.poll() is None, f"never reached {moment}: {err.text()}"
+        noted = before()
+        proc.send_signal(sig)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err.text(), noted
+
+
 # moments of `netrig up`: while namespaces are being made; once all exist (links, addresses
 # and routes); while the reachability check pings
 UP_MOMENTS = {
@@ -80,32 +112,18 @@ UP_MOMENTS = {
 
 
 @pytest.mark.parametrize("moment", list(UP_MOMENTS))
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@EACH_SIGNAL
 def test_signal_during_up_removes_the_partial_lab(
     tmp_path: Path, lab_name: str, sig: int, moment: str
 ) -> None:
     path = tmp_path / "ring.yaml"
     path.write_text(f"name: {lab_name}\ntopology: {{kind: ring, nodes: {RING}}}\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "up", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    err = StderrLines(proc)
-    try:
-        reached = wait_for(lambda: UP_MOMENTS[moment](lab_name, err) or proc.poll() is not None)
-        assert reached and proc.poll() is None, f"never reached {moment}: {err.text()}"
-        made = len(namespaces_of(lab_name))
-        proc.send_signal(sig)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    stderr = err.text()
+    code, stderr, made = signal_at(
+        ["up", str(path)], moment, lambda err: UP_MOMENTS[moment](lab_name, err), sig,
+        lambda: len(namespaces_of(lab_name)),
+    )  # fmt: skip
     assert made > 0, "the signal did not land while the lab was being built"
-    assert proc.returncode == 128 + sig, stderr
+    assert code == 128 + sig, stderr
     assert "Traceback" not in stderr
     assert signal.Signals(sig).name in stderr and "removed" in stderr
     assert_nothing_left(lab_name)
@@ -136,7 +154,7 @@ RUN_MOMENTS = {
 
 
 @pytest.mark.parametrize("moment", list(RUN_MOMENTS))
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@EACH_SIGNAL
 def test_signal_during_run_keeps_finished_runs_and_removes_the_lab(
     tmp_path: Path, lab_name: str, sig: int, moment: str
 ) -> None:
@@ -148,27 +166,17 @@ def test_signal_during_run_keeps_finished_runs_and_removes_the_lab(
         f"repeat: 4\n{cooldown}"
     )
     db = tmp_path / "r.db"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "run", str(path), "--db", str(db), "-q"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    err = StderrLines(proc)
-    try:
-        reached = wait_for(lambda: RUN_MOMENTS[moment](lab_name, db) or proc.poll() is not None)
-        assert reached and proc.poll() is None, f"never reached {moment}: {err.text()}"
+
+    def noted() -> list[str]:
         if moment == "measure":
             time.sleep(0.2)  # into the second run's command
-        before = stored(db)
-        proc.send_signal(sig)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    stderr = err.text()
-    assert proc.returncode == 128 + sig, stderr
+        return stored(db)
+
+    code, stderr, before = signal_at(
+        ["run", str(path), "--db", str(db), "-q"], moment,
+        lambda err: RUN_MOMENTS[moment](lab_name, db), sig, noted,
+    )  # fmt: skip
+    assert code == 128 + sig, stderr
     assert "Traceback" not in stderr
     assert f"interrupted ({signal.Signals(sig).name})" in stderr and "--resume" in stderr
     runs = stored(db)
