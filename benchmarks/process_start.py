@@ -70,8 +70,8 @@ def timed(fn: Callable[[str], None], ns: str, n: int, threads: int) -> list[floa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="60 starts per way")
-    parser.add_argument("--check", action="store_true", help="exit 1 above the target")
+    for flag, meaning in (("--quick", "60 starts per way"), ("--check", "exit 1 above 1.0")):
+        parser.add_argument(flag, action="store_true", help=meaning)
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("process_start: needs root (it builds a lab)", file=sys.stderr)

@@ -116,10 +116,10 @@ UP_MOMENTS = {
 def test_signal_during_up_removes_the_partial_lab(
     tmp_path: Path, lab_name: str, sig: int, moment: str
 ) -> None:
-    path = tmp_path / "ring.yaml"
-    path.write_text(f"name: {lab_name}\ntopology: {{kind: ring, nodes: {RING}}}\n")
+    ring = f"name: {lab_name}\ntopology: {{kind: ring, nodes: {RING}}}\n"
+    (tmp_path / "ring.yaml").write_text(ring)
     code, stderr, made = signal_at(
-        ["up", str(path)], moment, lambda err: UP_MOMENTS[moment](lab_name, err), sig,
+        ["up", str(tmp_path / "ring.yaml")], moment, lambda err: UP_MOMENTS[moment](lab_name, err), sig,
         lambda: len(namespaces_of(lab_name)),
     )  # fmt: skip
     assert made > 0, "the signal did not land while the lab was being built"
