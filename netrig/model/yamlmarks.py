@@ -58,7 +58,7 @@ class YamlSyntaxError(ValueError):
 # for, so a "billion laughs" file (anchors of lists of aliases of anchors…) is refused at the
 # first alias that crosses the bound, instead of being expanded.
 MAX_FILE_BYTES = 1 << 20
-MAX_VALUES = 200_000
+MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
 _STR = "tag:yaml.org,2002:str"
