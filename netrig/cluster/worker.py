@@ -1,0 +1,84 @@
+"""The Dask worker of one lab host (`netrig worker --scheduler tcp://HOST:PORT`).
+
+It offers one unit of the resource `netrig-host`, so a host runs one run (or builds one lab
+part) at a time however many threads it has, publishes its facts in the scheduler's
+metadata (`netrig-hosts` → name → facts), removes the leftovers of a worker of this host
+that was killed before, and tears its labs down when it is stopped (SIGTERM, SIGINT).
+No nanny: the worker is the one process recorded for the host, and a worker that dies is
+a lost host whose runs the client sends elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import Any
+
+from netrig.cluster import tasks
+from netrig.cluster.host import FACTS_KEY, RESOURCE, HostConfig, remove_leftovers, set_current
+from netrig.results.hostfacts import collect_host_facts
+
+FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
+
+
+def host_facts(config: HostConfig) -> dict[str, Any]:
+    """What the scheduler shows about this host: its facts and how it keeps its labs."""
+    return {
+        **collect_host_facts(FACT_TOOLS),
+        "netrig_host": config.name,
+        "state_dir": config.state_dir,
+        "ns_prefix": config.ns_prefix,
+        "underlay_ns": config.underlay_ns,
+        "underlay_addr": config.underlay_addr,
+        "pid": os.getpid(),
+    }
+
+
+async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthreads: int) -> None:
+    from distributed import Worker
+
+    worker = Worker(
+        scheduler,
+        name=config.name,
+        nthreads=nthreads,
+        resources={RESOURCE: 1},
+        host=listen,
+        local_directory=os.path.join(config.state_dir, "dask"),
+        dashboard=False,
+        memory_limit=0,
+        death_timeout=60,
+    )
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await worker
+    try:
+        await worker.scheduler.set_metadata(keys=[FACTS_KEY, config.name], value=host_facts(config))
+        finished = asyncio.ensure_future(worker.finished())
+        stopper = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait([finished, stopper], return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+    finally:
+        await worker.close(timeout=5)
+
+
+def run_worker(
+    scheduler: str, config: HostConfig, listen: str | None = None, nthreads: int = 2
+) -> None:
+    """Serve as this host's worker until stopped; then remove this host's labs."""
+    os.makedirs(config.state_dir, exist_ok=True)
+    os.environ["NETRIG_STATE_DIR"] = config.state_dir  # for anything that reads the default
+    set_current(config)
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    removed = remove_leftovers(config)
+    if removed:
+        logging.getLogger("netrig").warning("removed leftovers of a lost worker: %s", removed)
+    try:
+        asyncio.run(_serve(scheduler, config, listen, nthreads))
+    finally:
+        for sweep in list(tasks._sessions):
+            tasks.release(sweep)
+        remove_leftovers(config)
