@@ -48,6 +48,8 @@ class RunReport:
     host: str
     host_facts: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    began: bool = True  # False: stopped before it started (nothing to store)
+    labs_built: int = 0  # labs this run had to build on its host
 
 
 class ThreadStop:
@@ -150,16 +152,22 @@ class HostSession(_Session):
         notes: _Notes = self.say  # type: ignore[assignment]
         notes.lines.clear()
         self.last = None
+        built = self.outcome.labs_built
         self.run_all([run], self.stop)  # type: ignore[arg-type]
         if self.last is None:  # stopped before it could measure
-            now = datetime.now(UTC)
-            result = RunResult("interrupted", {}, {}, f"interrupted by {self.stop.name}")
-            self.last = (result, now, now)
+            return not_started(run, self.stop.name)
         result, started, ended = self.last
         return RunReport(
             run, result.status, result.samples, result.outputs, result.reason, result.stderr,
             started, ended, self.config.name, self.facts, list(notes.lines),
+            labs_built=self.outcome.labs_built - built,
         )
+
+
+def not_started(run: PlannedRun, why: str) -> RunReport:
+    now = datetime.now(UTC)
+    return RunReport(run, "interrupted", {}, {}, f"interrupted by {why}", None, now, now,
+                     current().name, {}, began=False)
 
     def close(self) -> None:
         try:
@@ -169,6 +177,7 @@ class HostSession(_Session):
 
 
 _sessions: dict[str, HostSession] = {}
+_stopped: dict[str, str] = {}  # sweeps interrupted on this worker → the signal's name
 _thread: netns.Worker | None = None
 _thread_lock = threading.Lock()
 
@@ -186,12 +195,24 @@ def run_planned(sweep: str, exp: Experiment, run: PlannedRun) -> RunReport:
     """Dask task: one run of the experiment on this host (its lab built if needed)."""
 
     def work() -> RunReport:
+        if sweep in _stopped:
+            return not_started(run, _stopped[sweep])
         session = _sessions.get(sweep)
         if session is None:
+            _release_stale({p.plan.name for p in exp.points})
             session = _sessions[sweep] = HostSession(exp, current())
         return session.run_one(run)
 
     return _lab_thread().call(work)
+
+
+def _release_stale(names: set[str]) -> None:
+    """A lab of these names kept by an earlier sweep whose client went away without
+    releasing it (killed): the new sweep's lab replaces it."""
+    for other, session in list(_sessions.items()):
+        if session.lab is not None and session.lab.name in names:
+            del _sessions[other]
+            session.close()
 
 
 def release(sweep: str) -> str:
@@ -199,6 +220,7 @@ def release(sweep: str) -> str:
 
     def work() -> str:
         session = _sessions.pop(sweep, None)
+        _stopped.pop(sweep, None)
         if session is not None:
             session.close()
         return current().name
@@ -208,6 +230,7 @@ def release(sweep: str) -> str:
 
 def interrupt(sweep: str, name: str = "SIGINT") -> bool:
     """client.run on every worker: stop the sweep's current run; True if there was one."""
+    _stopped[sweep] = name
     session = _sessions.get(sweep)
     if session is None:
         return False
