@@ -65,6 +65,17 @@ async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthread
         await worker.close(timeout=5)
 
 
+def _preload() -> None:
+    """Import what a run needs (the plugins, the runner) before joining: the first run of a
+    fresh worker should not pay seconds of imports on the clock of a sweep."""
+    from netrig import measure, routing, services
+
+    measure.load_plugins()
+    routing.load_plugins()
+    services.load_plugins()
+    import netrig.model.experiment  # noqa: F401  (unpickling an experiment needs it)
+
+
 def run_worker(
     scheduler: str, config: HostConfig, listen: str | None = None, nthreads: int = 2
 ) -> None:
@@ -73,6 +84,7 @@ def run_worker(
     os.environ["NETRIG_STATE_DIR"] = config.state_dir  # for anything that reads the default
     set_current(config)
     logging.getLogger("distributed").setLevel(logging.WARNING)
+    _preload()
     removed = remove_leftovers(config)
     if removed:
         logging.getLogger("netrig").warning("removed leftovers of a lost worker: %s", removed)
