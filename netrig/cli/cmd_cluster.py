@@ -68,3 +68,26 @@ def local_down(name: str) -> None:
     report = sim.down(name)
     console.print(f"cluster {name}: ended {report.processes} processes, removed "
                   f"{report.namespaces} namespaces ({report.labs} leftover labs)")
+
+
+@cluster.command("ssh")
+@click.argument("hosts", nargs=-1, required=True)
+@click.option("--scheduler-port", type=click.IntRange(1, 65535), default=8786, show_default=True)
+@click.option("--worker-port", type=click.IntRange(1, 65535), help="Fixed worker port "
+              "(for a firewall); default: chosen by Dask.")
+@click.option("--remote-python", help="Python with netrig installed on the hosts.")
+@click.option("--user", "ssh_user", help="SSH user (root, or one whose Python runs as root).")
+@reports_errors
+def ssh(hosts: tuple[str, ...], scheduler_port: int, worker_port: int | None,
+        remote_python: str | None, ssh_user: str | None) -> None:
+    """Start a scheduler on the first of HOSTS and a netrig worker on each, over SSH
+    (Dask's SSHCluster); print the scheduler address; keep them up until Ctrl-C.
+
+    Each host needs netrig (same version) and root; this machine needs asyncssh.
+    Open between the hosts: the scheduler port, the worker ports, and UDP 4789.
+    """
+    from netrig.cluster import ssh as remote
+
+    up = remote.start(list(hosts), scheduler_port=scheduler_port, worker_port=worker_port,
+                      remote_python=remote_python, ssh_user=ssh_user)
+    remote.serve(up, click.echo)

@@ -16,6 +16,8 @@ import os
 import signal
 from typing import Any
 
+from distributed import Worker
+
 from netrig.cluster import tasks
 from netrig.cluster.host import FACTS_KEY, RESOURCE, HostConfig, remove_leftovers, set_current
 from netrig.results.hostfacts import collect_host_facts
@@ -36,19 +38,51 @@ def host_facts(config: HostConfig) -> dict[str, Any]:
     }
 
 
-async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthreads: int) -> None:
-    from distributed import Worker
+class NetrigWorker(Worker):
+    """A Dask worker that is a netrig host: resource netrig-host=1, facts published.
 
-    worker = Worker(
-        scheduler,
-        name=config.name,
-        nthreads=nthreads,
-        resources={RESOURCE: 1},
-        host=listen,
-        local_directory=os.path.join(config.state_dir, "dask"),
-        dashboard=False,
-        memory_limit=0,
-        death_timeout=60,
+    Also the `worker_class` of `netrig cluster ssh` (Dask's SSHCluster), where the host is
+    described by its environment (HostConfig.from_env: NETRIG_HOST_NAME...)."""
+
+    def __init__(self, *args: Any, host_config: HostConfig | None = None, **kwargs: Any) -> None:
+        self.host_config = host_config or HostConfig.from_env()
+        kwargs.setdefault("name", self.host_config.name)
+        kwargs["resources"] = {**(kwargs.get("resources") or {}), RESOURCE: 1}
+        kwargs.setdefault("memory_limit", 0)
+        kwargs.setdefault("dashboard", False)
+        kwargs.setdefault("local_directory", os.path.join(self.host_config.state_dir, "dask"))
+        set_current(self.host_config)
+        super().__init__(*args, **kwargs)
+
+    async def start_unsafe(self) -> NetrigWorker:
+        if not _prepared:
+            prepare(self.host_config)
+        await super().start_unsafe()
+        await self.scheduler.set_metadata(
+            keys=[FACTS_KEY, self.host_config.name], value=host_facts(self.host_config)
+        )
+        return self
+
+
+_prepared = False
+
+
+def prepare(config: HostConfig) -> None:
+    """Before joining: this host's state dir, the imports a run needs, and the removal of
+    what a killed worker of this host left behind."""
+    global _prepared
+    os.makedirs(config.state_dir, exist_ok=True)
+    os.environ["NETRIG_STATE_DIR"] = config.state_dir  # for anything that reads the default
+    _preload()
+    removed = remove_leftovers(config)
+    if removed:
+        logging.getLogger("netrig").warning("removed leftovers of a lost worker: %s", removed)
+    _prepared = True
+
+
+async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthreads: int) -> None:
+    worker = NetrigWorker(
+        scheduler, host_config=config, nthreads=nthreads, host=listen, death_timeout=60
     )
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
@@ -56,7 +90,6 @@ async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthread
         loop.add_signal_handler(sig, stopping.set)
     await worker
     try:
-        await worker.scheduler.set_metadata(keys=[FACTS_KEY, config.name], value=host_facts(config))
         finished = asyncio.ensure_future(worker.finished())
         stopper = asyncio.ensure_future(stopping.wait())
         await asyncio.wait([finished, stopper], return_when=asyncio.FIRST_COMPLETED)
@@ -80,14 +113,9 @@ def run_worker(
     scheduler: str, config: HostConfig, listen: str | None = None, nthreads: int = 2
 ) -> None:
     """Serve as this host's worker until stopped; then remove this host's labs."""
-    os.makedirs(config.state_dir, exist_ok=True)
-    os.environ["NETRIG_STATE_DIR"] = config.state_dir  # for anything that reads the default
     set_current(config)
     logging.getLogger("distributed").setLevel(logging.WARNING)
-    _preload()
-    removed = remove_leftovers(config)
-    if removed:
-        logging.getLogger("netrig").warning("removed leftovers of a lost worker: %s", removed)
+    prepare(config)
     try:
         asyncio.run(_serve(scheduler, config, listen, nthreads))
     finally:
