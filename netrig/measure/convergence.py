@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
+from netrig.base.sample import MeasurementFailed, Sample
+from netrig.measure import KeyPath, Measurement, MeasureOptions, Result, mark_started, register
 from netrig.model.models import Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -41,27 +41,26 @@ class ConvergenceOptions(MeasureOptions):
 
 
 @register
-class Convergence(Measurement):
+class Convergence(Measurement[ConvergenceOptions]):
     name = "convergence"
     summary = "cold-start convergence time of the lab's routing (daemons restarted at once)"
     Options = ConvergenceOptions
     summary_metrics = ("convergence",)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: ConvergenceOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         if plan.protocol in NOT_ROUTED:
             return [((), f"protocol {plan.protocol} has no routes to converge")]
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: ConvergenceOptions) -> float:
         return float(options.timeout or (options.limit or 120.0) + DRAIN_TIMEOUT + 10.0)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        from netrig import routing
+    def run(self, lab: Lab, options: ConvergenceOptions, timeout: float) -> Result:
         from netrig.lab import daemons
 
-        proto = routing.make(lab.plan.protocol, lab.plan.routing_options)
+        proto = lab.protocol
         limit = float(options.limit or max(lab.plan.check_timeout, proto.convergence_timeout))
-        if isinstance(proto, daemons.DaemonProtocol):
+        if proto.runs_daemons():
             reach = daemons.Reachability(lab, proto.is_ours)
             _stop_daemons(lab, reach)
             mark_started()

@@ -12,7 +12,7 @@ into the main table (proto bird). The control socket lives beside the config:
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -44,12 +44,12 @@ class OspfOptions(DaemonOptions):
 
 
 @register
-class Ospf(DaemonProtocol):
+class Ospf(DaemonProtocol[OspfOptions]):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
     Options = OspfOptions
     refuses_addressing = ("shared-subnet",)
-    tools = ("bird",)
+    programs: ClassVar[dict[str, str]] = {"bird": "bird2"}
     convergence_timeout = 60.0
 
     @property

@@ -23,19 +23,20 @@ import os
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Network, ip_interface
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import Plugin
+from netrig.base.registry import Registry
 from netrig.lab.build import LabError
 from netrig.model.models import NodeName
-from netrig.registry import Registry
+from netrig.model.yamlmarks import KeyPath
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan, ServicePlan
 
-Path = tuple[str | int, ...]
 READY_TIMEOUT = 10.0  # seconds a daemon may take to listen
 READY_POLL = 0.02
 
@@ -57,58 +58,59 @@ class BalancerOptions(ServiceOptions):
     )
 
 
-class Service:
+ServiceOptionsT = TypeVar("ServiceOptionsT", bound=ServiceOptions)
+
+
+class Service(Plugin[ServiceOptionsT]):
     """Base class of a service plugin; stateless, options are passed to every call."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
     Options: ClassVar[type[ServiceOptions]] = ServiceOptions
 
-    def tools(self, options: Any) -> dict[str, str]:
-        """Programs it runs → the Debian package that provides each."""
-        return {}
+    def tools(self, options: ServiceOptionsT) -> dict[str, str]:
+        """Programs these options run → the Debian package of each (of `programs`)."""
+        return dict(self.programs)
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: ServiceOptionsT, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         """Problems of the options against the plan: (path inside the options, message)."""
         if isinstance(options, BalancerOptions):
             return backend_problems(plan, node, options.backends)
         return []
 
     def address(
-        self, options: Any, plan: LabPlan, node: str, pool: IPv4Network | None
+        self, options: ServiceOptionsT, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
         """The address clients connect to when it is not the node's own (a VIP); a
         ValueError says why there is none to be had (reported at the service's line)."""
         return None
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
+    def start(self, lab: Lab, node: str, options: ServiceOptionsT) -> None:
         """Write the config and start the daemon (with `daemons.start`)."""
         raise NotImplementedError
 
-    def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
+    def ready(self, lab: Lab, node: str, options: ServiceOptionsT, pid: int) -> bool:
         """True once the daemon serves: by default, it listens on its port."""
-        from netrig.measure import listening_ports
+        from netrig.lab.procs import listening_ports
 
         return options.port in listening_ports(pid)
 
 
-_plugins: Registry[Service] = Registry("service", __name__)
-SERVICES = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Service[Any]] = Registry("service", __name__)
+SERVICES = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def get(name: str) -> Service:
-    return _plugins.lookup(name)()
+    return registry.lookup(name)()
 
 
 # ------------------------------------------------------------------ helpers for plugins
 
 
-def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[Path, str]]:
+def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[KeyPath, str]]:
     """Backends that are not hosts of the plan, or the balancer itself."""
     hosts = [n.name for n in plan.hosts()]
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     for i, name in enumerate(backends):
         if name == node:
             problems.append((("backends", i), f"{node} cannot be its own backend"))

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from netrig.experiment import load_experiment, run_experiment
+from netrig.experiment.runner import run_experiment
 from netrig.lab import netns
 from netrig.lab.build import LabError
-from netrig.model.experiment import load_experiment_text
 from netrig.results.store import ResultStore
+from netrig.rig.prepare import load_experiment, load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
 pytestmark = [requires_root, pytest.mark.root]

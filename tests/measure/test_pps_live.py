@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from netrig import measure
-from netrig.experiment import run_experiment
+from netrig.base.sample import MeasurementFailed, Sample
+from netrig.experiment.runner import run_experiment
 from netrig.lab import netns
 from netrig.lab.build import LabError
 from netrig.measure import Text
-from netrig.model.experiment import load_experiment_text
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore
 from netrig.rig import Lab
+from netrig.rig.prepare import load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root
 from tests.measure.test_plugins_live import leftovers
 

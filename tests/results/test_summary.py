@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from netrig.experiment.summary import fmt, headline_metrics, scale, summarize
-from netrig.results import ResultStore, Sample
+from netrig.base.sample import Sample
+from netrig.results.store import ResultStore
+from netrig.results.summary import fmt, headline_metrics, scale, summarize
 
 
 def test_statistics_per_point_with_failed_runs_counted_apart(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from netrig import measure
-from netrig.results.store import ResultStore, point_key
+from netrig.plan.runs import point_key
+from netrig.results.store import ResultStore
 
 
 @dataclass(frozen=True)
