@@ -18,17 +18,36 @@ import contextlib
 import itertools
 import uuid
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from netrig.cluster import blocks, tasks
 from netrig.cluster.host import FACTS_KEY, RESOURCE
 from netrig.experiment.interrupt import StopSignal
-from netrig.experiment.runner import Outcome, Reporter, Silent, _final_status, find_resumable
+from netrig.experiment.runner import (
+    Outcome,
+    Reporter,
+    ResultStore,
+    Silent,
+    _final_status,
+    find_resumable,
+)
 from netrig.lab.build import BadInput, LabError
-from netrig.model.experiment import Experiment
-from netrig.plan.runs import PlannedRun, plan_runs, remaining
-from netrig.results.store import ResultStore, point_key
+from netrig.plan.experiment import ExperimentPlan
+from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
+
+
+class HostResultStore(ResultStore, Protocol):
+    """netrig.results.store.ResultStore as the cluster uses it: each run with its host."""
+
+    def record_run(self, experiment_id: int, point: Mapping[str, Any], repetition: int,
+                   status: Any, samples: Any = None, reason: str | None = None,
+                   stderr: str | None = None, *, started: datetime | None = None,
+                   ended: datetime | None = None, outputs: Any = None, host: str | None = None,
+                   host_facts: Mapping[str, Any] | None = None) -> int: ...
+
 
 CONNECT_TIMEOUT = 20.0
 RELEASE_TIMEOUT = 120.0
@@ -96,7 +115,7 @@ class _Dispatch:
         )
         self.inflight[future] = _Flight(host, run)
 
-    def fill(self, say: Reporter, exp: Experiment) -> None:
+    def fill(self, say: Reporter, exp: ExperimentPlan) -> None:
         """One run in flight on every host that has none."""
         for host in self.address_of:
             if not self.busy(host):
@@ -118,8 +137,8 @@ class _Dispatch:
 
 
 def run_on_cluster(
-    exp: Experiment,
-    store: ResultStore,
+    exp: ExperimentPlan,
+    store: HostResultStore,
     address: str,
     *,
     resume: bool = False,
@@ -134,7 +153,7 @@ def run_on_cluster(
         client.close()
 
 
-def _run(exp: Experiment, store: ResultStore, client: Any, address: str, resume: bool,
+def _run(exp: ExperimentPlan, store: HostResultStore, client: Any, address: str, resume: bool,
          say: Reporter) -> Outcome:
     address_of = {name: addr for addr, name in hosts_of(client).items()}
     if not address_of:
@@ -168,7 +187,7 @@ def _run(exp: Experiment, store: ResultStore, client: Any, address: str, resume:
     return outcome
 
 
-def _loop(exp: Experiment, store: ResultStore, dispatch: _Dispatch, outcome: Outcome,
+def _loop(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, outcome: Outcome,
           say: Reporter, stop: StopSignal) -> None:
     from distributed import wait
 
@@ -190,11 +209,9 @@ def _loop(exp: Experiment, store: ResultStore, dispatch: _Dispatch, outcome: Out
         dispatch.fill(say, exp)
 
 
-def _store(exp: Experiment, store: ResultStore, future: Any, flight: _Flight,
+def _store(exp: ExperimentPlan, store: HostResultStore, future: Any, flight: _Flight,
            outcome: Outcome, say: Reporter) -> bool:
     """Store one finished run; False when the sweep must stop (stop_on_failure, interrupt)."""
-    from datetime import UTC, datetime
-
     run = flight.run
     point = exp.points[run.point]
     if future.status == "error":
@@ -232,7 +249,7 @@ def _store(exp: Experiment, store: ResultStore, future: Any, flight: _Flight,
     return True
 
 
-def _finish(exp: Experiment, store: ResultStore, dispatch: _Dispatch, outcome: Outcome,
+def _finish(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, outcome: Outcome,
             say: Reporter, stop: StopSignal) -> None:
     """Cut short what still runs, store what comes back, release every host's lab."""
     from distributed import wait

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from netrig.base.sample import Sample
 from netrig.cluster.host import HostConfig, current
 from netrig.experiment.runner import Outcome, RunResult, _Session
+from netrig.host.facts import collect_host_facts
 from netrig.lab import netns
 from netrig.lab.ledger import Ledger
-from netrig.model.experiment import Experiment, SweepPoint
+from netrig.plan.experiment import ExperimentPlan, SweepPoint
 from netrig.plan.runs import PlannedRun
-from netrig.results.hostfacts import collect_host_facts
-from netrig.results.sample import Sample
 
 
 @dataclass
@@ -134,7 +134,7 @@ class _Notes:
 class HostSession(_Session):
     """The runner's session on one host: the lab of the current sweep point, kept up."""
 
-    def __init__(self, exp: Experiment, config: HostConfig) -> None:
+    def __init__(self, exp: ExperimentPlan, config: HostConfig) -> None:
         for point in exp.points:
             point.plan = config.localize(point.plan)
         super().__init__(exp, None, _Notes(), Outcome(0, "ok"), config.ledger())  # type: ignore[arg-type]
@@ -191,7 +191,7 @@ def _lab_thread() -> netns.Worker:
         return _thread
 
 
-def run_planned(sweep: str, exp: Experiment, run: PlannedRun) -> RunReport:
+def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun) -> RunReport:
     """Dask task: one run of the experiment on this host (its lab built if needed)."""
 
     def work() -> RunReport:

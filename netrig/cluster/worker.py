@@ -20,7 +20,7 @@ from distributed import Worker
 
 from netrig.cluster import tasks
 from netrig.cluster.host import FACTS_KEY, RESOURCE, HostConfig, remove_leftovers, set_current
-from netrig.results.hostfacts import collect_host_facts
+from netrig.host.facts import collect_host_facts
 
 FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
 
@@ -106,7 +106,7 @@ def _preload() -> None:
     measure.load_plugins()
     routing.load_plugins()
     services.load_plugins()
-    import netrig.model.experiment  # noqa: F401  (unpickling an experiment needs it)
+    import netrig.plan.experiment  # noqa: F401  (unpickling an experiment needs it)
 
 
 def run_worker(
