@@ -41,7 +41,9 @@ from netrig.host.facts import collect_host_facts
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
+from netrig.lab.trace import Tracer
 from netrig.plan.experiment import ExperimentPlan, MeasureStep, SweepPoint
+from netrig.plan.routes import distances
 from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
 
@@ -204,7 +206,6 @@ def _pairs(steps: list[MeasureStep]) -> list[tuple[str, str]]:
 
 def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """Link-cost distance of each (source, target): what a shortest-path protocol settles on."""
-    from netrig.plan.routes import distances
 
     index = {name: i for i, name in enumerate(plan.nodes)}
     rows = [index[link.a] for link in plan.links]
@@ -215,7 +216,6 @@ def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, 
 
 def _trace(lab: Lab, pairs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """(source, target, path) of each pair, per the kernels' FIBs."""
-    from netrig.lab.trace import Tracer
 
     with Tracer(lab.plan) as tracer:
         return [(a, b, tracer.trace(a, lab.addr(b))) for a, b in pairs]
@@ -269,19 +269,6 @@ def _timeline_text(timeline: faults.Timeline) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_tools(exp: ExperimentPlan) -> None:
-    """Refuse before anything is built if a measurement's program is missing."""
-    missing = measure.missing_tools(exp.tools())
-    if missing:
-        lines = [
-            f"{cmd} is not installed; install it with: apt-get install {pkg}"
-            if pkg
-            else f"{cmd}: command not found on PATH"
-            for cmd, pkg in missing.items()
-        ]
-        raise LabError("; ".join(lines))
-
-
 def file_hash(exp: ExperimentPlan) -> str:
     return hashlib.sha256(exp.text.encode()).hexdigest()
 
@@ -314,7 +301,6 @@ def run_experiment(
 ) -> Outcome:
     """Run every planned run not stored yet; see the module docstring."""
     say = reporter or Silent()
-    check_tools(exp)
     own_ledger = ledger is None
     ledger = ledger or _ledger()
     for plan in {p.plan.name: p.plan for p in exp.points}.values():

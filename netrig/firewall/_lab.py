@@ -6,13 +6,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from netrig.firewall import FirewallError, FirewallPlan, get
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
+from netrig.lab.build import LabError
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.plan.model import LabPlan
 
 
 def firewalls(plan: LabPlan) -> dict[str, FirewallPlan]:
@@ -29,6 +27,5 @@ def apply_all(lab: Lab, say: Callable[[str], None]) -> None:
         try:
             get(fw.engine).apply(lab, node, fw)
         except FirewallError as exc:
-            from netrig.lab.build import LabError
 
             raise LabError(str(exc)) from None

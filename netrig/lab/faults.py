@@ -24,17 +24,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
-from typing import TYPE_CHECKING
 
-from netrig.lab import netns, nlwire
+from netrig.lab import daemons, netns, nlwire
 from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
+from netrig.lab.ledger import Ledger
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.plan.events import Event, check_events, find_link
-from netrig.plan.model import LinkPlan
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
-
+from netrig.plan.model import LabPlan, LinkPlan
 
 # ------------------------------------------------------------------ links
 
@@ -166,7 +162,6 @@ def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
 
 def stop_node(lab: Lab, node: str) -> list[str]:
     """Stop NODE's routing daemon(s) by PID; returns what was stopped."""
-    from netrig.lab import daemons
 
     lab.plan.node(node)
     if not daemons.recorded(lab, node):
@@ -177,7 +172,6 @@ def stop_node(lab: Lab, node: str) -> list[str]:
 def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
     """Start NODE's routing daemon(s) again with the command lines they had;
     returns (started, already running)."""
-    from netrig.lab import daemons
 
     lab.plan.node(node)
     known = daemons.recorded(lab, node)
@@ -237,7 +231,6 @@ class Timeline:
         self._thread.start()
 
     def _run(self) -> None:
-        from netrig.lab.ledger import Ledger
 
         ledger = Ledger(self.lab.ledger.state_dir)
         lab = self.lab.with_ledger(ledger)

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import select
 import subprocess
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from netrig.base.sample import MeasurementFailed, Sample
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.measure import (
     AddressChoice,
     KeyPath,
@@ -52,10 +53,9 @@ from netrig.measure import (
     target_address,
 )
 from netrig.model.models import IfName, NodeName, Seconds
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
+from netrig.native import compile as native_compile
+from netrig.plan.firewall import FirewallPlan
+from netrig.plan.model import LabPlan
 
 READY_TIMEOUT = 5.0  # seconds for the receiver to attach and bind
 DRAIN = 0.5  # seconds after the sender finished for the last packets to arrive
@@ -114,7 +114,6 @@ def exchange(
     lab: Lab, o: StageLatencyOptions, timeout: float
 ) -> tuple[dict[int, int], dict[int, tuple[int, int, int]]]:
     """Run receiver and sender once: (seq → send_ns, seq → (xdp_ns, recv_ns, recv_real_ns))."""
-    from netrig.native import compile as native_compile
 
     try:
         helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_stamp")
@@ -159,7 +158,6 @@ def _undo_leftover(lab: Lab, node: str, iface: str, helper: str) -> None:
     """Remove a stamp program a killed receiver left on the interface (SIGKILL skips its
     restore) and put the node's XDP firewall back: the kernel empties a program array when
     its last user goes, so the leftover calls nothing and the firewall it replaced is gone."""
-    from netrig.plan.firewall import FirewallPlan
 
     shown = lab.exec(node, [helper, "filter-count", iface], capture_output=True).stdout
     if "prog netrig_stamp" not in shown:

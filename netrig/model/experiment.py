@@ -153,14 +153,12 @@ def sweep_points(
 # ------------------------------------------------------------------ the file, read
 
 
-@dataclass
-class ExperimentModel:
-    """An experiment file read and its own keys checked; the lab part and the measurements
-    are checked per sweep point by the plan (netrig.plan.experiment)."""
+@dataclass(kw_only=True)
+class ExperimentSettings:
+    """What an experiment file says about its runs, as read (the model) and as planned."""
 
     file: str
     text: str  # what the results store keeps and hashes: the file plus command-line overrides
-    doc: yamlmarks.MarkedDoc
     repeat: int
     order: str
     warmup: int
@@ -168,6 +166,14 @@ class ExperimentModel:
     vary: Vary
     params: dict[str, Any]
     stop_on_failure: bool = False
+
+
+@dataclass(kw_only=True)
+class ExperimentModel(ExperimentSettings):
+    """An experiment file read and its own keys checked; the lab part and the measurements
+    are checked per sweep point by the plan (netrig.plan.experiment)."""
+
+    doc: yamlmarks.MarkedDoc
 
     def points(self) -> list[dict[str, Any]]:
         """The sweep points' values, in order."""

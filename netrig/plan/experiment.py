@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog
-from netrig.model.experiment import ExperimentModel, Vary, substitute_point
+from netrig.model.experiment import ExperimentModel, ExperimentSettings, substitute_point
 from netrig.model.expr import render
 from netrig.model.load import Problem, SpecError, _problems, load_doc
 from netrig.model.yamlmarks import KeyPath
@@ -55,21 +55,12 @@ class SweepPoint:
         return ", ".join(f"{k}={render(v)}" for k, v in self.values.items()) or "-"
 
 
-@dataclass
-class ExperimentPlan:
+@dataclass(kw_only=True)
+class ExperimentPlan(ExperimentSettings):
     """An experiment file planned: every sweep point's lab, measurements and events."""
 
-    name: str
-    file: str
-    text: str  # what the results store keeps and hashes: the file plus command-line overrides
-    repeat: int
-    order: str
-    warmup: int
-    cooldown: float
-    vary: Vary
-    params: dict[str, Any]
+    name: str = ""
     points: list[SweepPoint] = field(default_factory=list)
-    stop_on_failure: bool = False
 
     def tools(self) -> dict[str, str]:
         """Every program the measurements need → its Debian package."""
@@ -121,18 +112,8 @@ class ExperimentPlan:
 def plan_experiment(model: ExperimentModel, catalog: Catalog) -> ExperimentPlan:
     """Every sweep point substituted, its lab planned and its measurements and events checked
     against that plan; SpecError with every problem (and the points it occurs at)."""
-    exp = ExperimentPlan(
-        name="",
-        file=model.file,
-        text=model.text,
-        repeat=model.repeat,
-        order=model.order,
-        warmup=model.warmup,
-        cooldown=model.cooldown,
-        vary=model.vary,
-        params=model.params,
-        stop_on_failure=model.stop_on_failure,
-    )
+    settings = {f.name: getattr(model, f.name) for f in dataclasses.fields(ExperimentSettings)}
+    exp = ExperimentPlan(**settings)
     _build_points(exp, model, catalog)
     exp.name = exp.points[0].plan.name
     return exp

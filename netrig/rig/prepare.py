@@ -111,12 +111,22 @@ def load_experiment_text(
 
 
 def _checked(exp: ExperimentPlan) -> ExperimentPlan:
+    """The preflight of every distinct lab of the sweep and of the measurements' programs."""
     problems: list[Problem] = []
     seen: set[str] = set()
     for point in exp.points:
         if point.network not in seen:
             seen.add(point.network)
             problems += host_problems(None, point.plan, exp.file)
+    for program, package in measure.missing_tools(exp.tools()).items():
+        problems.append(
+            Problem(
+                exp.file,
+                f"{program} is not installed; install it with: apt-get install {package}"
+                if package
+                else f"{program}: command not found on PATH",
+            )
+        )
     if problems:
         raise SpecError(list({str(p): p for p in problems}.values()))
     return exp

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from netrig.host.features import has_feature
 from netrig.lab import daemons
 from netrig.lab.build import LabError
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.routing import register
 from netrig.routing._daemon import DaemonOptions, DaemonProtocol
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
 
 MESH_IF = "bat0"
 
@@ -78,7 +77,6 @@ class Batman(DaemonProtocol[BatmanOptions]):
         chosen = self.opts.implementation
         if chosen != "auto":
             return chosen
-        from netrig.host.features import has_feature
 
         return "batman-adv" if has_feature("batman-adv") else "batmand"
 

@@ -23,19 +23,21 @@ import os
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Network, ip_interface
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
+from netrig.lab import daemons
 from netrig.lab.build import LabError
+from netrig.lab.ledger import process_alive
+from netrig.lab.procs import listening_ports
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.lab.runtime import log_tail
 from netrig.model.models import NodeName
 from netrig.model.yamlmarks import KeyPath
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan, ServicePlan
+from netrig.plan.model import LabPlan, ServicePlan
 
 READY_TIMEOUT = 10.0  # seconds a daemon may take to listen
 READY_POLL = 0.02
@@ -89,7 +91,6 @@ class Service(Plugin[ServiceOptionsT]):
 
     def ready(self, lab: Lab, node: str, options: ServiceOptionsT, pid: int) -> bool:
         """True once the daemon serves: by default, it listens on its port."""
-        from netrig.lab.procs import listening_ports
 
         return options.port in listening_ports(pid)
 
@@ -174,7 +175,6 @@ def start_all(lab: Lab, say: Callable[[str], None] = lambda _m: None) -> None:
 
 def _wait_ready(lab: Lab, started: list[tuple[str, str]]) -> None:
     """Until each (node, kind) serves; LabError with the log tail of one that exited."""
-    from netrig.lab import daemons
 
     waiting = []
     for node, kind in started:
@@ -202,8 +202,6 @@ def exited(lab: Lab) -> list[tuple[str, str]]:
     """(node, kind) of the lab's services that crashed: recorded, and not running. One
     stopped on purpose (`netrig node LAB NODE stop`, a fault timeline) has no record left,
     so it is neither reported nor started again behind the user's back."""
-    from netrig.lab import daemons
-    from netrig.lab.ledger import process_alive
 
     out = []
     for node in sorted({node for node, _svc in planned(lab)}):
@@ -224,7 +222,6 @@ def revive(lab: Lab) -> list[str]:
 
     A measurement calls this first, so one crash fails the run it happened in, not every
     later run on the same lab. The restart is noted in the service's log."""
-    from netrig.lab import daemons
 
     dead = exited(lab)
     for node, kind in dead:
@@ -243,7 +240,6 @@ def revive(lab: Lab) -> list[str]:
 def restart(lab: Lab, node: str) -> list[str]:
     """Stop NODE's services by PID and start them again as before (after a failed run: a
     balancer wedged by an overload must not fail every later run on the same lab)."""
-    from netrig.lab import daemons
 
     kinds = {s.kind for s in lab.plan.node(node).services}
     ours = [o for o in daemons.processes(lab, node) if daemons.daemon_name(lab, o) in kinds]
@@ -266,7 +262,6 @@ def exit_report(lab: Lab, lines: int = 10) -> str:
 
 
 def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
-    from netrig.lab.runtime import log_tail
 
     tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines)
     return f"{node}/{kind} exited; last lines of its log:\n{tail.rstrip()}\n"
@@ -274,7 +269,6 @@ def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
 
 def stop_all(lab: Lab) -> list[str]:
     """End the services' daemons gently, by PID (`node/kind` of those that were running)."""
-    from netrig.lab import daemons
 
     stopped = []
     for node in sorted({node for node, _svc in planned(lab)}):

@@ -28,11 +28,15 @@ import fcntl
 import socket
 import struct
 from ipaddress import IPv4Address, IPv4Network, ip_address, ip_interface, ip_network
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pydantic import Field
 
 from netrig.lab import daemons, netns, nlwire
+from netrig.lab.build import LabError
+from netrig.lab.procs import socket_inodes
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.plan.model import LabPlan
 from netrig.services import (
     BalancerOptions,
     KeyPath,
@@ -41,10 +45,6 @@ from netrig.services import (
     register,
     shared_address,
 )
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
 
 SIOCETHTOOL, ETHTOOL_STXCSUM = 0x8946, 0x17
 PROBE_TIMEOUT = 0.3  # seconds for one connection through the VIP during start-up
@@ -117,7 +117,6 @@ class Pen(Service[PenOptions]):
         vip = _vip(lab, node)
         if o.dsr:
             if vip is None:
-                from netrig.lab.build import LabError
 
                 raise LabError(f"{node}/pen: dsr needs an IPv4 VIP; set `vip:`")
             _prepare_dsr(lab, node, o, vip)
@@ -208,7 +207,6 @@ def _send(request: nlwire.Request) -> None:
         errors = sock.send_batch([request])
     real = [e for e in errors if "exist" not in str(e).lower()]
     if real:
-        from netrig.lab.build import LabError
 
         raise LabError(f"{request.what}: {real[0]}")
 
@@ -230,7 +228,6 @@ def _next_hop(plan: LabPlan, host: str, node: str) -> tuple[str, int] | None:
 
 
 def _has_packet_socket(pid: int) -> bool:
-    from netrig.lab.procs import socket_inodes
 
     mine = socket_inodes(pid)
     try:

@@ -29,6 +29,7 @@ import numpy as np
 from netrig.base.sample import Sample
 from netrig.plan.runs import point_key
 from netrig.results.store import ExperimentRecord, ResultStore, Run
+from netrig.results.summary import headline_metrics
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -215,7 +216,6 @@ def load(store: ResultStore, ref: str | int) -> StoredExperiment:
 
 def headline(measurement: str) -> tuple[str, ...] | None:
     """The metrics a measurement plugin shows by default (None: all of them)."""
-    from netrig.results.summary import headline_metrics
 
     return headline_metrics(measurement)
 
