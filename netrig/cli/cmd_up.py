@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import click
 from rich.table import Table
@@ -19,8 +20,10 @@ TABLE_ROWS = 24
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="Build the lab over the hosts of "
+              "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them).")
 @reports_errors
-def up(file: str, no_check: bool, quiet: bool) -> None:
+def up(file: str, no_check: bool, quiet: bool, cluster: str | None) -> None:
     """Build the lab described in FILE and wait until it is usable.
 
     Usable means: links up, addresses and routes installed, spanning tree settled,
@@ -36,6 +39,10 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
         if not quiet:
             err_console.print(f"[dim]… {msg}[/]")
 
+    if cluster:
+        _up_on_cluster(lab.plan, file, cluster, not no_check, progress)
+        return
+
     started = time.perf_counter()
     timings = lab.up(check_reachability=not no_check, progress=progress)
     wall = time.perf_counter() - started
@@ -48,6 +55,29 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     console.print(
         f"[green]lab {lab.name} is up[/] in {wall:.2f} s: {len(plan.nodes)} nodes, "
         f"{len(plan.links)} links, {timings.routes} routes ({'; '.join(details)})",
+        soft_wrap=True,
+    )
+
+
+def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
+                   progress: Callable[[str], None]) -> None:
+    """netrig up --cluster: the lab's nodes over several hosts (netrig.cluster.labs)."""
+    import yaml
+
+    from netrig.cluster import labs
+
+    with open(file) as fh:
+        placement = (yaml.safe_load(fh) or {}).get("placement") or {}
+    started = time.perf_counter()
+    spread = labs.up(plan, address, placement.get("hosts"), progress, check)
+    per_host: dict[str, int] = {}
+    for host in spread.where.values():
+        per_host[host] = per_host.get(host, 0) + 1
+    console.print(
+        f"[green]lab {spread.name} is up[/] in {time.perf_counter() - started:.2f} s on "
+        f"{len(per_host)} hosts ({', '.join(f'{h}: {n} nodes' for h, n in per_host.items())}); "
+        f"{spread.cut} links are VXLAN tunnels; {len(spread.checked)} pairs across hosts "
+        "reachable",
         soft_wrap=True,
     )
 

@@ -296,6 +296,13 @@ class Check(Strict):
     timeout: Seconds = 10.0
 
 
+class Placement(Strict):
+    """Where the nodes go when the lab is brought up on a cluster (`netrig up --cluster`):
+    partitioned over this many hosts, with as few links cut as balance allows."""
+
+    hosts: int = Field(ge=1, le=64, description="hosts to spread the nodes over")
+
+
 def _net_sysctls(value: dict[str, Any]) -> dict[str, str]:
     """Only net.* keys: they are per network namespace; anything else would change the host."""
     out = {}
@@ -320,6 +327,7 @@ class LabSpec(Strict):
     routing: Routing = Routing()
     addressing: Addressing = Addressing()
     check: Check = Check()
+    placement: Placement | None = None  # only read by netrig.cluster (labs across hosts)
     sysctls: Annotated[dict[str, str | int | float | bool], AfterValidator(_net_sysctls)] = Field(
         default_factory=dict,
         description="extra per-namespace sysctls for every node, e.g. net.ipv4.ip_default_ttl: 255",

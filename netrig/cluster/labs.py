@@ -1,0 +1,151 @@
+"""`netrig up/down/exec/status --cluster ADDR`: one lab over several hosts (client side).
+
+    up:     place the nodes (placement.partition), split the plan (parts.split), build
+            every host's part at once (a Dask task per host), then ping across every
+            tunnel and between sampled pairs of nodes on different hosts;
+    down:   every host removes its part (all hosts are asked: no state on the client);
+    exec:   the command runs on the host that has the node;
+    status: each host's labs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from netrig.cluster import parts, placement
+from netrig.cluster.host import FACTS_KEY, RESOURCE
+from netrig.cluster.sweep import connect, hosts_of
+from netrig.lab.build import BadInput, LabError
+from netrig.plan.model import LabPlan
+
+SAMPLED_PAIRS = 8
+
+
+@dataclass
+class SpreadLab:
+    name: str
+    where: dict[str, str]  # node → host
+    cut: int  # links that are tunnels
+    built: list[dict[str, Any]]
+    checked: list[str]  # "n1 → n31 (h1 → h2)"
+
+
+def _pinned(client: Any, fn: Callable[..., Any], address: str, *args: Any) -> Any:
+    return client.submit(fn, *args, workers=[address], allow_other_workers=False,
+                         resources={RESOURCE: 1}, pure=False)
+
+
+def up(plan: LabPlan, address: str, hosts: int | None = None,
+       say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
+    """Build PLAN over `hosts` of the cluster's hosts (all of them by default)."""
+    with connect(address) as client:
+        address_of = {name: addr for addr, name in hosts_of(client).items()}
+        names = sorted(address_of)
+        if not names:
+            raise BadInput(f"no netrig worker is connected to {address}")
+        wanted = hosts or len(names)
+        if wanted > len(names):
+            raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
+                           f"{', '.join(names)}")
+        names = names[:wanted]
+        facts = client.get_metadata([FACTS_KEY], default={})
+        where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
+                                    names)
+        split = parts.split(plan, where)
+        for part in split.values():
+            for tunnel in part.tunnels:
+                tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
+                if not tunnel.remote:
+                    raise LabError(f"host {tunnel.remote_host} published no underlay address")
+        cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
+        say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
+        futures = {h: _pinned(client, parts.build_part, address_of[h], p)
+                   for h, p in split.items()}
+        built, errors = [], []
+        for host, future in futures.items():
+            try:
+                built.append(future.result())
+            except Exception as exc:  # one host failed: the others' parts must go too
+                errors.append(f"{host}: {exc}")
+        if errors:
+            _down(client, address_of, plan.name)
+            raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
+        lab = SpreadLab(plan.name, where, cut, built, [])
+        if check:
+            try:
+                lab.checked = _check(client, address_of, plan, where)
+            except LabError:
+                _down(client, address_of, plan.name)
+                raise
+        return lab
+
+
+def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
+    """Both ends of every cut link, and sampled node pairs on different hosts."""
+    pairs = [(lk.a, lk.b) for lk in plan.links if where[lk.a] != where[lk.b]]
+    nodes = [n.name for n in plan.hosts()]
+    rng = random.Random(0)
+    sampled: list[tuple[str, str]] = []
+    for _ in range(SAMPLED_PAIRS * 10):
+        if len(sampled) >= SAMPLED_PAIRS or len(nodes) < 2:
+            break
+        a, b = rng.sample(nodes, 2)
+        if where[a] != where[b] and (a, b) not in sampled:
+            sampled.append((a, b))
+    return pairs + sampled
+
+
+def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
+           where: dict[str, str]) -> list[str]:
+    """Ping across hosts (each from the host of its source), with a few retries."""
+    from distributed import wait
+
+    checked, failed = [], []
+    for a, b in _pairs(plan, where):
+        target = plan.addr(b)
+        future = client.submit(parts.exec_part, plan.name, a,
+                               ["ping", "-c1", "-W1", "-w", "5", target],
+                               workers=[address_of[where[a]]], allow_other_workers=False,
+                               pure=False)
+        wait([future])
+        result = future.result()
+        line = f"{a} → {b} ({where[a]} → {where[b]})"
+        (checked if result and result[1] == 0 else failed).append(line)
+    if failed:
+        raise LabError(f"unreachable across hosts: {', '.join(failed[:5])}")
+    return checked
+
+
+def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
+    futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
+    return [f.result() for f in futures]
+
+
+def down(name: str, address: str) -> list[tuple[str, int]]:
+    """Every host removes its part of lab NAME: (host, namespaces removed)."""
+    with connect(address) as client:
+        return _down(client, {n: a for a, n in hosts_of(client).items()}, name)
+
+
+def exec_on(name: str, node: str, argv: list[str], address: str) -> tuple[str, int, str, str]:
+    """Run ARGV in NODE on whichever host has it: (host, rc, stdout, stderr)."""
+    with connect(address) as client:
+        futures = [client.submit(parts.exec_part, name, node, argv, workers=[addr],
+                                 allow_other_workers=False, pure=False)
+                   for addr in hosts_of(client)]
+        for future in futures:
+            found = future.result()
+            if found is not None:
+                return found
+    raise BadInput(f"no host of {address} has node {node!r} of a lab {name!r}")
+
+
+def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
+    """host → its labs (name, state, nodes)."""
+    with connect(address) as client:
+        futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
+                                 pure=False) for addr in hosts_of(client)]
+        return dict(f.result() for f in futures)
