@@ -173,6 +173,48 @@ def _all_hosts_busy() -> bool:
     return all(_labs_on_hosts().values())
 
 
+def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
+    cluster: str, tmp_path: Path
+) -> None:
+    name = new_lab_name("dr")
+    path = tmp_path / "ring60.yaml"
+    path.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 60}}\n"
+                    "placement: {hosts: 3}\n")
+    done = netrig_cli("up", str(path), "--cluster", cluster, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "3 links are VXLAN tunnels" in done.stdout
+    try:
+        labs = _labs_on_hosts()
+        assert all(labs[h] == [name] for h in labs)  # every host has a part
+        from netrig.rig import Lab
+
+        plan = Lab.from_file(str(path)).plan
+        ping = netrig_cli("exec", name, "n1", "--cluster", cluster, "--", "ping", "-c1",
+                          "-W2", plan.addr("n31"))
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+        assert "ttl=35" in ping.stdout  # 30 hops around the ring: 29 routers on the way
+        # the nodes at a cut: their link is a VXLAN tunnel with the MTU 50 bytes smaller
+        where = {}
+        for host in sim.status(CLUSTER)[1]:
+            for ns in netns.list_names():
+                if ns.startswith(host.host.ns_prefix + name + "-"):
+                    where[ns.rsplit("-", 1)[1]] = host.host.name
+        assert len(set(where.values())) == 3 and len(where) == 60
+        cut = [lk for lk in plan.links if where[lk.a] != where[lk.b]]
+        assert len(cut) == 3
+        link = cut[0]
+        shown = netrig_cli("exec", name, link.a, "--cluster", cluster, "--", "ip", "-d",
+                           "link", "show", link.a_iface)
+        assert "vxlan id" in shown.stdout and "mtu 1450" in shown.stdout, shown.stdout
+        status = netrig_cli("status", "--cluster", cluster)
+        assert status.stdout.count(f"{name} (up, 20 nodes)") == 3
+    finally:
+        down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert [ns for ns in netns.list_names() if name in ns] == []
+    assert all(labs == [] for labs in _labs_on_hosts().values())
+
+
 def test_a_worker_killed_mid_sweep_loses_no_run(cluster: str, tmp_path: Path) -> None:
     path, name = _experiment(tmp_path, repeat=6)
     db = tmp_path / "k.db"
