@@ -33,6 +33,16 @@ class SpreadLab:
     checked: list[str]  # "n1 → n31 (h1 → h2)"
 
 
+def _result(future: Any) -> Any:
+    """A task's result; an error on a host (not netrig's own) as a LabError naming it."""
+    try:
+        return future.result()
+    except LabError:
+        raise
+    except Exception as exc:
+        raise LabError(f"on the cluster: {type(exc).__name__}: {exc}") from None
+
+
 def _pinned(client: Any, fn: Callable[..., Any], address: str, *args: Any) -> Any:
     return client.submit(fn, *args, workers=[address], allow_other_workers=False,
                          resources={RESOURCE: 1}, pure=False)
@@ -84,18 +94,14 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
 
 
 def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
-    """Both ends of every cut link, and sampled node pairs on different hosts."""
+    """Both ends of every cut link, and sampled pairs on different hosts among those the
+    lab core's own check would ping (within reach of the replies' TTL)."""
+    from netrig.lab.check import check_pairs
+
     pairs = [(lk.a, lk.b) for lk in plan.links if where[lk.a] != where[lk.b]]
-    nodes = [n.name for n in plan.hosts()]
-    rng = random.Random(0)
-    sampled: list[tuple[str, str]] = []
-    for _ in range(SAMPLED_PAIRS * 10):
-        if len(sampled) >= SAMPLED_PAIRS or len(nodes) < 2:
-            break
-        a, b = rng.sample(nodes, 2)
-        if where[a] != where[b] and (a, b) not in sampled:
-            sampled.append((a, b))
-    return pairs + sampled
+    across = sorted({(a, b) for a, b, _addr in check_pairs(plan, "sample")
+                     if where[a] != where[b]} - set(pairs))
+    return pairs + random.Random(0).sample(across, min(SAMPLED_PAIRS, len(across)))
 
 
 def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
@@ -107,12 +113,12 @@ def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
     for a, b in _pairs(plan, where):
         target = plan.addr(b)
         future = client.submit(parts.exec_part, plan.name, a,
-                               ["ping", "-c1", "-W1", "-w", "5", target],
+                               ["ping", "-c1", "-W1", "-w", "5", "-t", "255", target],
                                workers=[address_of[where[a]]], allow_other_workers=False,
                                pure=False)
         wait([future])
-        result = future.result()
-        line = f"{a} → {b} ({where[a]} → {where[b]})"
+        result = _result(future)
+        line = f"{a} → {b} ({where[a]} → {where[b]}, {target})"
         (checked if result and result[1] == 0 else failed).append(line)
     if failed:
         raise LabError(f"unreachable across hosts: {', '.join(failed[:5])}")
@@ -121,7 +127,7 @@ def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
 
 def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
     futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
-    return [f.result() for f in futures]
+    return [_result(f) for f in futures]
 
 
 def down(name: str, address: str) -> list[tuple[str, int]]:
@@ -137,7 +143,7 @@ def exec_on(name: str, node: str, argv: list[str], address: str) -> tuple[str, i
                                  allow_other_workers=False, pure=False)
                    for addr in hosts_of(client)]
         for future in futures:
-            found = future.result()
+            found = _result(future)
             if found is not None:
                 return found
     raise BadInput(f"no host of {address} has node {node!r} of a lab {name!r}")
@@ -148,4 +154,4 @@ def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
     with connect(address) as client:
         futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
                                  pure=False) for addr in hosts_of(client)]
-        return dict(f.result() for f in futures)
+        return dict(_result(f) for f in futures)

@@ -217,7 +217,10 @@ def exec_part(name: str, node: str, argv: list[str], timeout: float | None = Non
         lab = Lab.attach(name, ledger)
         if node not in lab.plan.nodes:
             return None
-        done = lab.exec(node, argv, capture_output=True, timeout=timeout)
+        try:
+            done = lab.exec(node, argv, capture_output=True, timeout=timeout)
+        except FileNotFoundError:
+            return config.name, 127, "", f"netrig: {argv[0]}: command not found\n"
         return config.name, done.returncode, done.stdout, done.stderr
     finally:
         ledger.close()
