@@ -253,10 +253,12 @@ def down(name: str = "local", state_dir: str = STATE_DIR) -> DownReport:
 
 def _down(ledger: Ledger, cluster: LocalCluster) -> DownReport:
     report = DownReport()
-    procs = ledger.objects(cluster.name, "process")
-    workers = {o.pid: o.starttime for o in procs if o.node and o.pid}
+    procs = [o for o in ledger.objects(cluster.name, "process") if o.node]
+    workers = {o.pid: o.starttime for o in procs if o.pid}
     # workers first, gently: each tears down its own labs when it gets SIGTERM
     report.processes += teardown.end_processes(workers, wait=30.0)  # type: ignore[arg-type]
+    for o in procs:
+        ledger.forget_object(o.id)
     for host in cluster.hosts or []:  # what a killed worker left behind
         if not os.path.exists(os.path.join(host.state_dir, "ledger.sqlite")):
             continue

@@ -238,4 +238,9 @@ def test_a_worker_killed_mid_sweep_loses_no_run(cluster: str, tmp_path: Path) ->
     assert "is gone" in err
     after = {h.host.name: h for h in sim.status(CLUSTER)[1]}
     assert not after[victim.host.name].alive
-    assert after[victim.host.name].labs == [name]  # its leftovers: `down` removes them
+    assert after[victim.host.name].labs == [name]  # its leftovers
+    # as on a real host that comes back: `netrig clean` with that host's state dir
+    clean = netrig_cli("clean", env={**os.environ, "NETRIG_STATE_DIR": victim.host.state_dir})
+    assert clean.returncode == 0, clean.stderr
+    assert {h.host.name: h for h in sim.status(CLUSTER)[1]}[victim.host.name].labs == []
+    assert [ns for ns in netns.list_names() if ns.startswith(victim.host.ns_prefix)] == []
