@@ -66,6 +66,10 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
                                     names)
         split = parts.split(plan, where)
         for part in split.values():
+            features = facts.get(part.host, {}).get("features", {})
+            if part.tunnels and features.get("vxlan", "present") != "present":
+                raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
+                               "there); a lab across hosts needs it for its cut links")
             for tunnel in part.tunnels:
                 tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
                 if not tunnel.remote:

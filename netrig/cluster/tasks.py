@@ -142,6 +142,7 @@ class HostSession(_Session):
         self.stop = ThreadStop()
         self.facts = collect_host_facts(exp.tools())
         self.last: tuple[RunResult, datetime, datetime] | None = None
+        self.runs_done = 0
 
     def _record(
         self, run: PlannedRun, point: SweepPoint, result: RunResult, started: datetime
@@ -151,6 +152,13 @@ class HostSession(_Session):
     def run_one(self, run: PlannedRun) -> RunReport:
         notes: _Notes = self.say  # type: ignore[assignment]
         notes.lines.clear()
+        if self.exp.cooldown and self.runs_done:  # the pause between runs, on this host
+            try:
+                with self.stop.armed():
+                    time.sleep(self.exp.cooldown)
+            except KeyboardInterrupt:
+                return not_started(run, self.stop.name)
+        self.runs_done += 1
         self.last = None
         built = self.outcome.labs_built
         self.run_all([run], self.stop)  # type: ignore[arg-type]

@@ -26,9 +26,13 @@ FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
 
 
 def host_facts(config: HostConfig) -> dict[str, Any]:
-    """What the scheduler shows about this host: its facts and how it keeps its labs."""
+    """What the scheduler shows about this host: its facts, the kernel features netrig
+    doctor probes, and how it keeps its labs."""
+    from netrig.host.features import probe_features
+
     return {
         **collect_host_facts(FACT_TOOLS),
+        "features": {name: r.status for name, r in probe_features().items()},  # netrig doctor's
         "netrig_host": config.name,
         "state_dir": config.state_dir,
         "ns_prefix": config.ns_prefix,

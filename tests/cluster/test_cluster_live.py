@@ -167,6 +167,12 @@ def test_ctrl_c_stops_the_sweep_and_every_host_releases_its_lab(
     assert all(labs == [] for labs in _labs_on_hosts().values())
     left = [ns for ns in netns.list_names() if path.stem in ns]
     assert left == []
+    # --resume on the cluster: the runs not stored yet, and the experiment is complete
+    again = netrig_cli("run", str(path), "--db", str(db), "--cluster", cluster, "--resume",
+                       timeout=300)
+    assert again.returncode == 0, again.stderr
+    ok = [(json.loads(r[0])["hops"], r[1]) for r in _runs(db) if r[2] == "ok"]
+    assert sorted(ok) == sorted((h, rep) for h in (1, 2) for rep in range(1, 7))
 
 
 def _all_hosts_busy() -> bool:
