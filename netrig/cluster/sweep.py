@@ -49,7 +49,7 @@ class HostResultStore(ResultStore, Protocol):
                    host_facts: Mapping[str, Any] | None = None) -> int: ...
 
 
-CONNECT_TIMEOUT = 20.0
+CONNECT_TIMEOUT = 10.0
 RELEASE_TIMEOUT = 120.0
 
 
@@ -202,10 +202,19 @@ def _loop(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, outc
                 flight = dispatch.inflight.pop(future)
                 if not _store(exp, store, future, flight, outcome, say):
                     return
-        present = set(hosts_of(dispatch.client).values())
+        present = {name: addr for addr, name in hosts_of(dispatch.client).items()}
         gone = [h for h in dispatch.address_of if h not in present]
         if gone:
             dispatch.lose(gone, say)
+        for host, addr in present.items():  # a host that joined (or came back) helps out
+            if host not in dispatch.address_of:
+                dispatch.address_of[host] = addr
+                dispatch.queues.setdefault(host, deque())
+                say.note(f"host {host} joined")
+        if not dispatch.address_of:
+            say.note("[red]no host is left[/]; the runs not stored can be run with --resume")
+            outcome.signal = "no hosts left"
+            return
         dispatch.fill(say, exp)
 
 
@@ -257,6 +266,10 @@ def _finish(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, ou
     client = dispatch.client
     for queue in dispatch.queues.values():
         queue.clear()
+    if not dispatch.address_of:  # nobody can finish them
+        for future in dispatch.inflight:
+            future.cancel()
+        dispatch.inflight.clear()
     if dispatch.inflight:
         if stop.requested:  # else (stop_on_failure) the runs in flight finish as they are
             client.run(tasks.interrupt, dispatch.sweep, stop.name)
