@@ -22,7 +22,8 @@ async def serve(host: str, port: int, scheduler_file: str) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     async with Scheduler(
-        host=host, port=port, scheduler_file=scheduler_file, dashboard=False
+        host=host, port=port, scheduler_file=scheduler_file, dashboard=False,
+        dashboard_address=f"{host}:0",  # its HTTP endpoint (health, metrics): same address
     ) as scheduler:
         finished = asyncio.ensure_future(scheduler.finished())
         stopper = asyncio.ensure_future(stopping.wait())
