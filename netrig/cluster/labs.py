@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -110,23 +111,38 @@ def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
 
 def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
            where: dict[str, str]) -> list[str]:
-    """Ping across hosts (each from the host of its source), with a few retries."""
-    from distributed import wait
-
+    """Ping across hosts (each from the host of its source). Routing daemons converge
+    after `up` returned on each host: a pair is retried until the protocol's time is up."""
+    deadline = time.monotonic() + _wait_for(plan)
     checked, failed = [], []
     for a, b in _pairs(plan, where):
         target = plan.addr(b)
-        future = client.submit(parts.exec_part, plan.name, a,
-                               ["ping", "-c1", "-W1", "-w", "5", "-t", "255", target],
-                               workers=[address_of[where[a]]], allow_other_workers=False,
-                               pure=False)
-        wait([future])
-        result = _result(future)
         line = f"{a} → {b} ({where[a]} → {where[b]}, {target})"
-        (checked if result and result[1] == 0 else failed).append(line)
+        while True:
+            result = _result(client.submit(
+                parts.exec_part, plan.name, a, ["ping", "-c1", "-W1", "-t", "255", target],
+                workers=[address_of[where[a]]], allow_other_workers=False, pure=False,
+            ))
+            if result and result[1] == 0:
+                checked.append(line)
+                break
+            if time.monotonic() > deadline:
+                failed.append(line)
+                break
+            time.sleep(0.5)
     if failed:
         raise LabError(f"unreachable across hosts: {', '.join(failed[:5])}")
     return checked
+
+
+def _wait_for(plan: LabPlan) -> float:
+    """How long pairs may take to answer: the lab's check timeout, or the protocol's."""
+    from netrig import routing
+
+    proto = routing.make(plan.protocol, plan.routing_options)
+    if not proto.runs_daemons():
+        return plan.check_timeout
+    return max(plan.check_timeout, proto.convergence_timeout)
 
 
 def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:

@@ -1,5 +1,8 @@
 """A lab across hosts: the plan split per host, every cut link a VXLAN tunnel.
 
+Routing daemons (babel, ospf) start on each host once its tunnels exist, with the nodes
+as planned (`PartPlan`: a peer on another host can be looked up for the config).
+
 The client splits the full plan (`split`): each host gets the nodes placed on it, the links
 between them, and for every link to another host a `Tunnel` (one VNI per link, MTU 50
 bytes under the link's for the IPv4 underlay's VXLAN header), plus the routes and
@@ -19,6 +22,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from netrig import routing
 from netrig.cluster.host import current
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError, route_requests
@@ -30,7 +34,8 @@ from netrig.rig import Lab
 VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
 DEFAULT_MTU = 1500
-PROTOCOLS = ("static", "none")  # routing daemons across hosts are not done yet
+SWITCHED = ("bridge",)  # a segment across hosts (STP over tunnels) is not done yet
+NOT_ACROSS = ("batman",)  # batmand's originators did not cross a tunnel (not found out why)
 
 
 @dataclass
@@ -54,6 +59,21 @@ class LabPart:
     tunnels: list[Tunnel] = field(default_factory=list)
     deferred_routes: dict[str, list[RoutePlan]] = field(default_factory=dict)
     deferred_neighbors: dict[str, list[tuple[int, str, str]]] = field(default_factory=dict)
+    # a routing daemon's protocol: the part is built without it, and its daemons start once
+    # the tunnels exist, on the nodes as planned (tunnels included)
+    daemons: LabPlan | None = None
+
+
+@dataclass
+class PartPlan(LabPlan):
+    """A host's nodes as planned (tunnel ends included), for its routing daemons: the
+    nodes of other hosts that its links lead to can be looked up (a daemon's config
+    names its peers), but only this host's nodes are in `nodes`, so only theirs start."""
+
+    elsewhere: dict[str, NodePlan] = field(default_factory=dict)
+
+    def node(self, name: str) -> NodePlan:
+        return self.elsewhere[name] if name in self.elsewhere else super().node(name)
 
 
 def vni_of(lab: str, link: int) -> int:
@@ -63,11 +83,12 @@ def vni_of(lab: str, link: int) -> int:
 
 def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
     """Each host's part of the plan (see the module docstring)."""
-    if plan.protocol not in PROTOCOLS:
-        raise LabError(
-            f"lab {plan.name}: across hosts only static routing works for now, not "
-            f"{plan.protocol!r}"
-        )
+    if plan.protocol in SWITCHED or any(n.kind == "switch" for n in plan.nodes.values()):
+        raise LabError(f"lab {plan.name}: switch nodes across hosts are not done yet")
+    if plan.protocol in NOT_ACROSS:
+        raise LabError(f"lab {plan.name}: {plan.protocol} across hosts is not done yet "
+                       "(static, ecmp, babel and ospf are)")
+    daemons = routing.make(plan.protocol, plan.routing_options).runs_daemons()
     parts = {}
     for host in dict.fromkeys(where.values()):
         mine = {n for n, h in where.items() if h == host}
@@ -112,6 +133,13 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
         ]
         part.plan = replace(plan, nodes=nodes, links=links, networks=networks,
                             reachability="none")
+        if daemons:  # the whole plan's links: the daemons' link costs are looked up there
+            peers = {i.peer for n in nodes for i in plan.nodes[n].ifaces} - set(nodes)
+            part.daemons = PartPlan(**{
+                **vars(replace(plan, nodes={n: plan.nodes[n] for n in nodes})),
+                "elsewhere": {p: plan.nodes[p] for p in peers},
+            })
+            part.plan = replace(part.plan, protocol="none", routing_options={})
         parts[host] = part
     return parts
 
@@ -144,6 +172,9 @@ def _build(part: LabPart) -> dict[str, Any]:
                 _tunnel(t, plan.nodes[t.node].ns, config.underlay_ns, config.underlay_addr)
             for name in plan.nodes:
                 _configure(plan.nodes[name], part, name)
+            if part.daemons is not None:
+                with_tunnels = Lab(config.localize(part.daemons), ledger)
+                with_tunnels.protocol.start(with_tunnels)
         except BaseException:
             lab.down()
             raise

@@ -221,6 +221,32 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
     assert all(labs == [] for labs in _labs_on_hosts().values())
 
 
+@requires_tool("bird")
+def test_ospf_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Path) -> None:
+    name = new_lab_name("do")
+    path = tmp_path / "ospf.yaml"
+    path.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 9}}\n"
+                    "routing: {protocol: ospf}\nplacement: {hosts: 3}\n")
+    done = netrig_cli("up", str(path), "--cluster", cluster, timeout=240)
+    try:
+        assert done.returncode == 0, done.stderr
+        from netrig.rig import Lab
+
+        plan = Lab.from_file(str(path)).plan
+        routes = netrig_cli("exec", name, "n1", "--cluster", cluster, "--", "ip", "route",
+                            "show", plan.addr("n5"))
+        assert "proto bird" in routes.stdout, routes.stdout  # learnt over a tunnel
+        ping = netrig_cli("exec", name, "n1", "--cluster", cluster, "--", "ping", "-c1",
+                          "-W2", plan.addr("n5"))
+        assert ping.returncode == 0, ping.stdout
+    finally:
+        down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert [ns for ns in netns.list_names() if name in ns] == []
+    bird = subprocess.run(["pgrep", "-a", "-x", "bird"], capture_output=True, text=True)
+    assert name not in bird.stdout
+
+
 def test_a_worker_killed_mid_sweep_loses_no_run(cluster: str, tmp_path: Path) -> None:
     path, name = _experiment(tmp_path, repeat=6)
     db = tmp_path / "k.db"

@@ -44,7 +44,20 @@ def test_split_turns_each_cut_link_into_two_tunnel_ends() -> None:
                 assert name in (link.a, link.b)
 
 
-def test_daemons_across_hosts_are_refused_before_anything_is_built() -> None:
+def test_a_daemons_part_starts_its_own_nodes_and_can_look_up_its_peers() -> None:
     plan = _ring(6, routing={"protocol": "ospf"}).plan
-    with pytest.raises(LabError, match="only static routing"):
+    where = {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)}
+    part = parts.split(plan, where)["a"]
+    assert part.plan.protocol == "none"  # the lab core builds it without daemons ...
+    assert part.daemons is not None and part.daemons.protocol == "ospf"  # ... they come after
+    assert set(part.daemons.nodes) == {"n1", "n2", "n3"}
+    assert part.daemons.node("n4").name == "n4" and part.daemons.node("n6").name == "n6"
+    assert {i.name for i in part.daemons.nodes["n3"].ifaces} == {
+        i.name for i in plan.nodes["n3"].ifaces
+    }  # the tunnel end is one of the daemon's interfaces
+
+
+def test_batman_across_hosts_is_refused_before_anything_is_built() -> None:
+    plan = _ring(6, routing={"protocol": "batman"}).plan
+    with pytest.raises(LabError, match="batman across hosts is not done yet"):
         parts.split(plan, {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)})
