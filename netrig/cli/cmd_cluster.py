@@ -13,7 +13,8 @@ NAME_OPTION = click.option("--name", default="local", show_default=True,
 
 @cli.group("cluster")
 def cluster() -> None:
-    """Lab hosts on Dask: `netrig run FILE --cluster ADDR` spreads a sweep over them."""
+    """Lab hosts on Dask: `netrig run FILE --cluster ADDR` spreads a sweep over them,
+    `netrig up FILE --cluster ADDR` a lab (`placement: {hosts: N}`)."""
 
 
 @cluster.group("local")

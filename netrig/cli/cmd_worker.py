@@ -32,9 +32,11 @@ def worker(scheduler: str, name: str | None, state_dir: str | None, ns_prefix: s
     """Serve as one lab host of a Dask cluster, until SIGTERM or Ctrl-C.
 
     Runs one run (or one lab part) at a time, as root, with this host's own ledger;
-    publishes its facts (kernel, CPU, tool versions) to the scheduler; removes what an
-    earlier worker of the same state dir left when it was killed; tears its labs down
-    when it stops. Start one per host, e.g. `netrig worker --scheduler tcp://H:8786`.
+    publishes its facts (kernel, CPU, tool versions, netrig doctor's kernel features)
+    to the scheduler; removes what an earlier worker of the same state dir left; tears
+    its sweeps' labs down when it stops (its parts of labs from `netrig up --cluster`
+    stay until `netrig down --cluster`, or until the next worker of this state dir
+    starts). Start one per host: `netrig worker --scheduler tcp://H:8786 --listen ADDR`.
     """
     import os
     import socket
