@@ -244,15 +244,3 @@ def interrupt(sweep: str, name: str = "SIGINT") -> bool:
         return False
     session.stop.request(name, session.config.state_dir)
     return True
-
-
-def host_name() -> str:
-    """client.run: the name of the host a worker stands for."""
-    return current().name
-
-
-def sleep_on_host(seconds: float) -> tuple[str, float]:
-    """A task that only waits on a host (benchmarks and tests of placement)."""
-    start = time.monotonic()
-    time.sleep(seconds)
-    return current().name, time.monotonic() - start
