@@ -175,3 +175,41 @@ def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
         futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
                                  pure=False) for addr in hosts_of(client)]
         return dict(_result(f) for f in futures)
+
+
+def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
+          sport: int = 40000, dport: int = 5201) -> tuple[list[tuple[str, str, str | None]],
+                                                          bool, str | None]:
+    """The hops of one flow from SRC to the address DST across the lab's hosts:
+    [(host, node, out interface)], reached, error. Each host traces its part; a hop out
+    of a tunnel goes on at the peer node, on the peer's host."""
+    hops: list[tuple[str, str, str | None]] = []
+    node, iif, from_addr = src, None, None
+    with connect(address) as client:
+        workers = list(hosts_of(client))
+        for _ in range(64):  # host changes: more means a loop
+            futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
+                                     sport, dport, workers=[w], allow_other_workers=False,
+                                     pure=False) for w in workers]
+            found = [r for r in (_result(f) for f in futures) if r is not None]
+            if not found:
+                return hops, False, f"no host has node {node!r} of a lab {name!r}"
+            part = found[0]
+            hops += [(part["host"], n, out) for n, out in part["hops"]]
+            if part["next"] is None:
+                return hops, part["reached"], part["error"]
+            if from_addr is None:  # the flow keeps the source address the first node chose
+                from_addr = _source_address(client, workers, name, src, dst)
+            node, iif, _host = part["next"]
+    return hops, False, "the path changes hosts more than 64 times (a loop?)"
+
+
+def _source_address(client: Any, workers: list[str], name: str, src: str, dst: str) -> str:
+    """The address SRC sends from to DST (what connect() would pick)."""
+    futures = [client.submit(parts.exec_part, name, src, ["ip", "-o", "route", "get", dst],
+                             workers=[w], allow_other_workers=False, pure=False)
+               for w in workers]
+    for result in (_result(f) for f in futures):
+        if result is not None and " src " in result[2]:
+            return result[2].split(" src ", 1)[1].split()[0]
+    raise LabError(f"no source address of {src} towards {dst}")

@@ -17,16 +17,18 @@ deferred neighbours and routes. It goes with the node's namespace, which the led
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from netrig import routing
 from netrig.cluster.host import current
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError, route_requests
-from netrig.lab.ledger import Ledger
+from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.rig import Lab
@@ -50,6 +52,8 @@ class Tunnel:
     addrs: list[str]
     master: int | None = None
     remote: str = ""  # the peer host's underlay address, filled in from its facts
+    peer: str = ""  # the node at the other end, and its end's ifindex (for a trace)
+    peer_index: int = 0
 
 
 @dataclass
@@ -113,6 +117,8 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
                     (link.mtu or DEFAULT_MTU) - VXLAN_OVERHEAD, vni_of(plan.name, iface.link),
                     where[iface.peer], list(iface.addrs),
                     bridge.index if bridge and iface.master == bridge.name else None,
+                    peer=iface.peer,
+                    peer_index=plan.nodes[iface.peer].iface(iface.peer_iface).index,
                 ))
             part.deferred_routes[name] = [
                 r for r in node.routes if any(ix in cut_index for _, ix in r.nexthops)
@@ -172,6 +178,8 @@ def _build(part: LabPart) -> dict[str, Any]:
                 _tunnel(t, plan.nodes[t.node].ns, config.underlay_ns, config.underlay_addr)
             for name in plan.nodes:
                 _configure(plan.nodes[name], part, name)
+            save_json(os.path.join(ledger.lab_dir(plan.name), "tunnels.json"),
+                      [asdict(t) for t in part.tunnels])
             if part.daemons is not None:
                 with_tunnels = Lab(config.localize(part.daemons), ledger)
                 with_tunnels.protocol.start(with_tunnels)
@@ -265,3 +273,38 @@ def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
         return config.name, [(r.name, r.state, r.nodes) for r in ledger.labs()]
     finally:
         ledger.close()
+
+
+def trace_part(name: str, node: str, dst: str, from_addr: str | None, iif: int | None,
+               proto: str, sport: int, dport: int) -> dict[str, Any] | None:
+    """On every host: the hops of a flow through this host's part of lab NAME, from NODE
+    (None if NODE is not here), and where it goes on when it leaves by a tunnel."""
+    from netrig.lab.trace import Tracer
+
+    config = current()
+    ledger = Ledger(config.state_dir)
+    try:
+        if ledger.lab(name) is None:
+            return None
+        plan = Lab.attach(name, ledger).plan
+        if node not in plan.nodes:
+            return None
+        try:
+            with open(os.path.join(ledger.lab_dir(name), "tunnels.json")) as fh:
+                tunnels = json.load(fh)
+        except FileNotFoundError:
+            tunnels = []
+    finally:
+        ledger.close()
+    with Tracer(plan) as tracer:
+        path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
+    hops = [(h.node, h.out_iface) for h in path.hops]
+    leaving = None
+    if not path.reached and hops:
+        last, out = hops[-1]
+        for t in tunnels:
+            if t["node"] == last and out in (t["iface"], f"if{t['index']}"):
+                hops[-1] = (last, t["iface"])
+                leaving = (t["peer"], t["peer_index"], t["remote_host"])
+    return {"host": config.name, "hops": hops, "reached": path.reached,
+            "error": None if leaving else path.error, "next": leaving}

@@ -212,6 +212,10 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
         shown = netrig_cli("exec", name, link.a, "--cluster", cluster, "--", "ip", "-d",
                            "link", "show", link.a_iface)
         assert "vxlan id" in shown.stdout and "mtu 1450" in shown.stdout, shown.stdout
+        trace = netrig_cli("trace", name, "n1", plan.addr("n31"), "--cluster", cluster)
+        assert trace.returncode == 0, trace.stderr
+        assert ": 30 hops" in trace.stdout
+        assert sum(trace.stdout.count(f"[{h}]") for h in set(where.values())) >= 2
         status = netrig_cli("status", "--cluster", cluster)
         assert status.stdout.count(f"{name} (up, 20 nodes)") == 3
     finally:
