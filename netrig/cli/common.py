@@ -31,8 +31,8 @@ def reports_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
         from netrig.lab.build import LabError
-        from netrig.model.foreign import Note
         from netrig.model.load import SpecError
+        from netrig.model.problems import Note
         from netrig.model.yamlmarks import YamlSyntaxError
         from netrig.plan.model import UnknownName
 
@@ -59,9 +59,9 @@ def reports_errors(fn: F) -> F:
 
 
 def _show_notes(fallback: Callable[..., None]) -> Callable[..., None]:
-    """Notes of other tools' file readers (netrig.model.foreign.Note): each once, as
+    """Notes of other tools' file readers (netrig.model.problems.Note): each once, as
     `file:line:col: note: …`; other warnings as Python shows them."""
-    from netrig.model.foreign import Note
+    from netrig.model.problems import Note
 
     shown: set[str] = set()
 

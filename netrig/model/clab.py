@@ -33,8 +33,7 @@ from ipaddress import ip_interface
 from typing import Any
 
 from netrig.model import yamlmarks
-from netrig.model.foreign import note
-from netrig.model.load import Problem, SpecError
+from netrig.model.problems import Problem, SpecError, note
 
 Path = tuple[str | int, ...]
 HOST_KINDS = {"linux"}

@@ -14,29 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from netrig.model import yamlmarks
+from netrig.model import foreign, yamlmarks
 from netrig.model.catalog import Catalog, RoutingTraits
 from netrig.model.models import LabSpec, Link, LinkAttrs, Node
+from netrig.model.problems import Problem, SpecError
 from netrig.model.topology import generate
-
-
-@dataclass(frozen=True)
-class Problem:
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-class SpecError(Exception):
-    """Bad input: one or more problems, each pointing at file:line:col."""
-
-    exit_code = 2
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
 
 
 @dataclass
@@ -72,8 +54,6 @@ def load_file(
 ) -> LabGraph:
     """A lab file of netrig's, containerlab's (*.clab.yml) or Mininet's (*.py, `topo` picks
     one of its `topos`), under another lab name if `name` is given."""
-    from netrig.model import foreign
-
     return load_doc(foreign.with_name(foreign.lab_doc(path, topo=topo), name), catalog)
 
 

@@ -34,8 +34,7 @@ from ipaddress import IPv4Network, ip_address
 from typing import Any
 
 from netrig.model import yamlmarks
-from netrig.model.foreign import note
-from netrig.model.load import Problem, SpecError
+from netrig.model.problems import Problem, SpecError, note
 
 IP_BASE = IPv4Network("198.18.0.0/15")  # instead of Mininet's 10.0.0.0/8
 SHIMMED = ("mininet", "mininet.topo", "mininet.topolib", "mininet.node", "mininet.link",

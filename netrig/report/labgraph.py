@@ -132,8 +132,8 @@ def experiment_svg(text: str, file: str = "<stored>") -> tuple[str | None, str]:
     """The picture of an experiment's lab (its first sweep point) from the file's text as the
     results store keeps it, for the HTML report: (svg or None, why there is none)."""
     from netrig.model.experiment import load_experiment_model_text
-    from netrig.model.foreign import Note
     from netrig.model.load import SpecError
+    from netrig.model.problems import Note
     from netrig.model.yamlmarks import YamlSyntaxError
     from netrig.plan.experiment import plan_experiment
     from netrig.rig.prepare import catalog

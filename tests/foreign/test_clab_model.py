@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from netrig.lab import netns
-from netrig.model import clab, foreign
+from netrig.model import clab
 from netrig.model.load import SpecError
+from netrig.model.problems import Note
 from netrig.rig.prepare import load_file
 from netrig.rig.prepare import plan_lab as build_plan
 from tests.conftest import netrig_cli
@@ -76,7 +77,7 @@ def test_bridge_example_nodes_links_mtu_and_lifted_addresses(monkeypatch) -> Non
     assert [link.mtu for link in plan.links] == [None, None, 9000]
     assert plan.nodes["h1"].loopbacks == []  # netrig assigns nothing of its own
     assert plan.nodes["h1"].exec == []  # the ip addr line became the address; apk skipped
-    notes = [str(w.message) for w in seen if issubclass(w.category, foreign.Note)]
+    notes = [str(w.message) for w in seen if issubclass(w.category, Note)]
     assert any("package install skipped" in n and ":11:" in n for n in notes)
     assert any("image 'alpine:3' ignored" in n for n in notes)
 
