@@ -32,9 +32,13 @@ ensure_apt() {
 ensure_venv() {
     local stamp="$VENV/.netrig-installed"
     if [ -x "$VENV/bin/python" ] && [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then return; fi
-    if ! python3 -m venv "$VENV" 2>/dev/null; then
+    # Debian's own Python, not one under /root: commands that need no root (validate, plan,
+    # stat, report …) must run as any user from this virtualenv
+    local python=/usr/bin/python3
+    [ -x "$python" ] || python=python3
+    if ! "$python" -m venv "$VENV" 2>/dev/null; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-        python3 -m venv "$VENV"
+        "$python" -m venv "$VENV"
     fi
     "$VENV/bin/pip" install -q --upgrade pip
     "$VENV/bin/pip" install -q -e '.[test]'
@@ -61,6 +65,7 @@ main() {
             ;;
         test)
             ruff check netrig tests benchmarks
+            lint-imports --no-cache   # the layers of pyproject.toml: no import climbs a layer
             set +e
             python -m pytest -q -p no:cacheprovider tests "${@:2}"
             rc=$?

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import end_process, read_spool, spool
 from netrig.measure.stage_latency import StageLatencyOptions, exchange, percentile, samples
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 
 TAG = f"{os.getpid() % 10000}"
@@ -185,7 +185,7 @@ def by_hand(count: int) -> None:
 
 def program_costs(repeat: int) -> None:
     """What the BPF programs themselves cost per packet, by BPF_PROG_TEST_RUN (no load noise)."""
-    from netrig.native import build
+    from netrig.native import compile as native_compile
 
     print(f"\nper-packet cost of the BPF programs alone (BPF_PROG_TEST_RUN, {repeat} runs)")
     for name, rules in (
@@ -194,7 +194,7 @@ def program_costs(repeat: int) -> None:
         ("xdp_filter", 512),
         ("xdp_filter", 2000),
     ):
-        argv = [build.helper(), "test-run", build.bpf_object(name), str(repeat), str(rules)]
+        argv = [native_compile.helper(), "test-run", native_compile.bpf_object(name), str(repeat), str(rules)]
         out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
         ns = out.split()[1]
         label = f"{name} ({rules} rules)" if name == "xdp_filter" else f"{name} (our timestamp)"

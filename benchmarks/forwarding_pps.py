@@ -28,8 +28,8 @@ import shutil
 import statistics
 
 from netrig import measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure.pps import netrig_gen_binary
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 from netrig.stats.ministat import DEFAULT_CONFIDENCE_INDEX, make_dataset, student_t
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import yaml
 
+from netrig.base.sample import MeasurementFailed
 from netrig.measure import get
 from netrig.measure.parse_wrk import REPORT_LUA, parse_wrk
-from netrig.results.sample import MeasurementFailed
 from netrig.rig import Lab
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "seed004-lb-shootout.yaml"

@@ -140,7 +140,7 @@ def compare_command(
 
     Exit codes: 0 compared, 1 some metric had too few values on a side, 2 bad input.
     """
-    from netrig.cli.cmd_stat import terminal_width
+    from netrig.cli.terminal import terminal_width
 
     stdout = sys.stdout.buffer
     with reported_errors():
@@ -313,7 +313,7 @@ def stat_stored_command(
     """ministat on a stored experiment: one block per sweep point, or with --by PARAM one
     block per combination of the other parameters whose data sets are PARAM's values
     (the first value is the reference, as ministat's first file)."""
-    from netrig.cli.cmd_stat import terminal_width
+    from netrig.cli.terminal import terminal_width
 
     stdout = sys.stdout.buffer
     with reported_errors(), open_store(db) as store:

@@ -11,11 +11,12 @@ from rich.console import Console
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.doctor import features as feat_mod
-from netrig.doctor import tools as tool_mod
-from netrig.doctor.features import FeatureResult, probe_features
+from netrig.doctor.declared import declare_plugin_programs
 from netrig.doctor.report import Summary, as_json, summarise
-from netrig.doctor.tools import ToolResult, probe_tools
+from netrig.host import features as feat_mod
+from netrig.host import tools as tool_mod
+from netrig.host.features import FeatureResult, probe_features
+from netrig.host.tools import ToolResult, probe_tools
 
 STYLES = {"✔": "green", "✘": "red", "?": "yellow"}
 
@@ -102,6 +103,7 @@ def doctor(as_json_flag: bool, only: tuple[str, ...]) -> None:
     Exit status: 0 when the core works (root, network namespaces, veth), 1 otherwise,
     2 for an unknown --only name.
     """
+    declare_plugin_programs()
     feature_names, tool_names = _split_only(only)
     start = time.perf_counter()
     features = probe_features(feature_names) if feature_names != [] else {}

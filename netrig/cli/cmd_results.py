@@ -12,7 +12,7 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
-from netrig.results.store import Experiment, ResultStore, Run, StoreError
+from netrig.results.store import ExperimentRecord, ResultStore, Run, StoreError
 
 
 @cli.group("results")
@@ -38,7 +38,7 @@ def _open(db: str) -> ResultStore:
         raise  # unreachable: fail() exits
 
 
-def _experiment(store: ResultStore, ref: str) -> Experiment:
+def _experiment(store: ResultStore, ref: str) -> ExperimentRecord:
     found = store.find_experiment(ref)
     if found is None:
         names = sorted({e.name for e in store.experiments()})
@@ -92,7 +92,7 @@ def show(ref: str, all_metrics: bool, db: str) -> None:
             _show_experiment(store, _experiment(store, ref), all_metrics)
 
 
-def _show_experiment(store: ResultStore, e: Experiment, all_metrics: bool) -> None:
+def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool) -> None:
     from netrig.cli.cmd_run import print_summary
 
     facts = e.host_facts

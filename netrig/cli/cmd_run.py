@@ -12,16 +12,17 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import (
-    EXIT_BAD_INPUT,
     EXIT_FAILURE,
+    SET_OPTION,
     console,
     err_console,
     fail,
+    parse_overrides,
     reports_errors,
 )
-from netrig.experiment import summary
-from netrig.model.experiment import Experiment
-from netrig.plan.runs import PlannedRun, measured, plan_runs
+from netrig.plan.experiment import ExperimentPlan
+from netrig.plan.runs import PlannedRun, measured
+from netrig.results import summary
 from netrig.results.store import ResultStore, StoreError
 
 EXIT_INTERRUPTED = 130
@@ -59,14 +60,7 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
     metavar="N",
     help="Runs per sweep point, instead of the file's `repeat:`.",
 )
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Set a parameter of `params:`, or the values of a `vary:` parameter "
-    "(--set hops=[1,8]). Repeatable.",
-)
+@SET_OPTION
 @click.option(
     "--resume",
     is_flag=True,
@@ -92,7 +86,7 @@ def run(
     file: str,
     db: str,
     repeat: int | None,
-    sets: tuple[str, ...],
+    overrides: tuple[str, ...],
     resume: bool,
     dry_run: bool,
     quiet: bool,
@@ -124,16 +118,10 @@ def run(
     """
     from netrig.experiment.progress import RichReporter
     from netrig.experiment.runner import run_experiment
-    from netrig.model.experiment import load_experiment
+    from netrig.rig.prepare import load_experiment
 
-    overrides = {}
-    for item in sets:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            fail(f"--set {item!r}: write NAME=VALUE", EXIT_BAD_INPUT)
-        overrides[name.strip()] = value
-    exp = load_experiment(file, overrides, repeat)
-    runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
+    exp = load_experiment(file, parse_overrides(overrides), repeat)
+    runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
         return
@@ -181,7 +169,7 @@ def run(
         )
 
 
-def _print_plan(exp: Experiment, runs: list[PlannedRun]) -> None:
+def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:
     """What `netrig run` would do: the sweep points, their labs, the runs."""
     table = Table(
         title=f"{exp.name}: {len(exp.points)} sweep points × {exp.repeat} "

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from netrig.cli import cli
+from netrig.cli.terminal import terminal_width
 
 if TYPE_CHECKING:
     from netrig.stats.ministat import Dataset
@@ -196,52 +197,6 @@ def parse_command_line(
     return inv
 
 
-def terminal_width(stdout: BinaryIO, environ: Mapping[str, str]) -> int:
-    """ministat's default width: 74, or $COLUMNS / the window size - 2 on a terminal."""
-    from netrig.stats.ministat import DEFAULT_WIDTH, atoi
-
-    try:
-        fd = stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return DEFAULT_WIDTH
-    if not os.isatty(fd):
-        return DEFAULT_WIDTH
-    columns = environ.get("COLUMNS", "")
-    if columns:
-        return atoi(os.fsencode(columns))
-    try:
-        cols = os.get_terminal_size(fd).columns
-    except OSError:
-        return DEFAULT_WIDTH
-    return cols - 2 if cols > 0 else DEFAULT_WIDTH
-
-
-# -- running it -------------------------------------------------------------------------------
-
-
-class _Exit(Exception):
-    """Stop with ministat's exit code after its message went to stderr."""
-
-    def __init__(self, code: int, message: bytes) -> None:
-        super().__init__(code)
-        self.code = code
-        self.message = message
-
-
-@dataclass
-class _Stdin:
-    """ministat fcloses stdin after reading it; a second "-" then reads nothing."""
-
-    stream: BinaryIO | None
-    used: bool = False
-
-    def read(self) -> bytes:
-        if self.used or self.stream is None:
-            return b""
-        self.used = True
-        return self.stream.read()
-
-
 def _read(path: bytes, stdin: _Stdin) -> tuple[bytes, bytes]:
     """(data set name, contents); a directory opens but reads as empty, as with fopen."""
     if path == b"-":
@@ -309,6 +264,32 @@ def run(
         return e.code
     stdout.write(text)
     return 0
+
+
+# -- running it -------------------------------------------------------------------------------
+
+
+class _Exit(Exception):
+    """Stop with ministat's exit code after its message went to stderr."""
+
+    def __init__(self, code: int, message: bytes) -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class _Stdin:
+    """ministat fcloses stdin after reading it; a second "-" then reads nothing."""
+
+    stream: BinaryIO | None
+    used: bool = False
+
+    def read(self) -> bytes:
+        if self.used or self.stream is None:
+            return b""
+        self.used = True
+        return self.stream.read()
 
 
 def stored_mode(argv: Sequence[str], posixly_correct: bool = False) -> bool:

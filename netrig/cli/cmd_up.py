@@ -56,18 +56,11 @@ def _lab_of(file: str) -> Lab:
     """A lab file's lab, or the lab of an experiment file's first sweep point."""
     import os
 
-    import yaml
+    from netrig.rig import prepare
 
-    from netrig.model.experiment import EXPERIMENT_KEYS, load_experiment
-
-    try:
-        with open(file, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError):
-        data = None  # Lab.from_file reports it with its position
-    if not isinstance(data, dict) or not any(k in data for k in EXPERIMENT_KEYS):
-        return Lab.from_file(file)
-    point = load_experiment(file).points[0]
+    if not prepare.is_experiment_file(file):
+        return Lab.from_file(file)  # a file that does not parse is reported here, at its line
+    point = prepare.load_experiment(file).points[0]
     if point.values:
         err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")
     point.plan.source_file = os.path.abspath(file)

@@ -1,29 +1,47 @@
-"""netrig validate FILE: check a lab file without creating anything."""
+"""netrig validate FILE…: check lab and experiment files without creating anything."""
 
 from __future__ import annotations
 
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, reports_errors
-from netrig.model import load
-from netrig.plan.build import build_plan
+from netrig.cli.common import SET_OPTION, console, parse_overrides, reports_errors
 
 
 @cli.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@SET_OPTION
 @reports_errors
-def validate(file: str) -> None:
-    """Check FILE: keys, types, node references, names, addresses, kernel features.
+def validate(files: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+    """Check lab or experiment FILES: keys, types, node references, names, addresses,
+    every sweep point's measurements and events, and what this host lacks for them.
 
-    Prints a one-line summary of what `netrig up` would build; exit 2 and
+    Prints one line per file of what `netrig up` (or `netrig run`) would do; exit 2 and
     file:line:col messages if anything is wrong. Needs no root.
     """
-    plan = build_plan(load.load_file(file))
-    hosts = len(plan.hosts())
-    switches = len(plan.nodes) - hosts
-    parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
-    console.print(
-        f"[green]ok[/] {file}: lab [bold]{plan.name}[/]: {', '.join(parts)}, "
-        f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes"
-    )
+    from netrig.rig import prepare
+
+    sets = parse_overrides(overrides)
+    for file in files:
+        if prepare.is_experiment_file(file):
+            exp = prepare.load_experiment(file, sets)
+            labs = len({p.network for p in exp.points})
+            steps = sorted({s.kind for p in exp.points for s in p.steps})
+            console.print(
+                f"[green]ok[/] {file}: experiment [bold]{exp.name}[/]: {len(exp.points)} sweep "
+                f"points × {exp.repeat} runs, {labs} lab{'s' if labs > 1 else ''}, "
+                f"measures {', '.join(steps)}",
+                soft_wrap=True,
+            )
+            continue
+        if sets:
+            raise click.UsageError("--set applies to experiment files (with measure:)")
+        plan = prepare.plan_file(file)
+        hosts = len(plan.hosts())
+        switches = len(plan.nodes) - hosts
+        parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
+        console.print(
+            f"[green]ok[/] {file}: lab [bold]{plan.name}[/]: {', '.join(parts)}, "
+            f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes",
+            soft_wrap=True,
+        )

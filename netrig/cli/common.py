@@ -64,3 +64,24 @@ DB_OPTION = click.option(
     type=click.Path(dir_okay=False),
     help="Results database (SQLite).",
 )
+
+
+SET_OPTION = click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Set a parameter of `params:`, or the values of a `vary:` parameter "
+    "(--set hops=[1,8]). Repeatable.",
+)
+
+
+def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
+    """`--set NAME=VALUE` options as a mapping; exit 2 on one without `=`."""
+    overrides = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            fail(f"--set {item!r}: write NAME=VALUE", EXIT_BAD_INPUT)
+        overrides[name.strip()] = value
+    return overrides

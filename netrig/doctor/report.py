@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from netrig.doctor.features import CORE, FEATURES, FeatureResult, probe_features
-from netrig.doctor.tools import ToolResult, probe_tools
+from netrig.host.features import CORE, FEATURES, FeatureResult, probe_features
+from netrig.host.tools import ToolResult, probe_tools
 
 FORMAT_VERSION = 1
 

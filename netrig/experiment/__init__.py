@@ -1,14 +1,10 @@
-"""Experiments: run the planned runs of an experiment file in labs and store what they measure.
+"""Experiments: run the planned runs of an experiment file in labs (runner.py), with events on
+a timeline and what they did (disruption.py), progress, and clean stops on a signal.
 
-from netrig.experiment import load_experiment, run_experiment
-from netrig.results import ResultStore
+    from netrig.rig.prepare import load_experiment
+    from netrig.experiment.runner import run_experiment
+    from netrig.results.store import ResultStore
 
-with ResultStore("netrig.db") as store:
-    outcome = run_experiment(load_experiment("examples/pair-iperf3.yaml"), store)
-    rows = store.tidy_rows(outcome.experiment_id)
+    with ResultStore("netrig.db") as store:
+        outcome = run_experiment(load_experiment("examples/pair-iperf3.yaml"), store)
 """
-
-from netrig.experiment.runner import Outcome, Reporter, run_experiment
-from netrig.model.experiment import Experiment, load_experiment
-
-__all__ = ["Experiment", "Outcome", "Reporter", "load_experiment", "run_experiment"]

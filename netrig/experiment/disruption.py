@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
 
 HALF = 0.5  # below this share of the throughput before the events an interval is disrupted
 HEADLINE = (  # what the summary table and the report show by default

@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from netrig.model.experiment import Experiment
+from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun
 
 
@@ -34,7 +34,7 @@ class RichReporter:
         self.total = 0
         self.done = 0
 
-    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None:
+    def begin(self, exp: ExperimentPlan, runs: list[PlannedRun], stored: int) -> None:
         if stored:
             self.note(f"resuming {exp.name}: {stored} runs stored before, {len(runs)} to go")
         self.total, self.done = len(runs), 0
@@ -55,7 +55,7 @@ class RichReporter:
         self.progress.start()
         self.task = self.progress.add_task(exp.name, total=len(runs))
 
-    def run_started(self, exp: Experiment, run: PlannedRun) -> None:
+    def run_started(self, exp: ExperimentPlan, run: PlannedRun) -> None:
         if self.progress is None or self.task is None:
             return
         point = exp.points[run.point]
@@ -67,7 +67,7 @@ class RichReporter:
         label = f" · {point.label}" if exp.vary else ""
         self.progress.update(self.task, description=f"{exp.name}{label} · {what}")
 
-    def run_ended(self, exp: Experiment, run: PlannedRun, status: str, reason: str | None) -> None:
+    def run_ended(self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None) -> None:
         self.done += 1
         point = exp.points[run.point]
         kind = "warm-up" if run.warmup else "run"

@@ -28,33 +28,63 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from netrig import measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.experiment import disruption
 from netrig.experiment.interrupt import StopSignal
+from netrig.host.facts import collect_host_facts
 from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
-from netrig.model.experiment import Experiment, MeasureStep, SweepPoint
-from netrig.plan.runs import PlannedRun, plan_runs, remaining
-from netrig.results.hostfacts import collect_host_facts
-from netrig.results.sample import MeasurementFailed, Sample
-from netrig.results.store import ResultStore, point_key
+from netrig.lab.trace import Tracer
+from netrig.plan.experiment import ExperimentPlan, MeasureStep, SweepPoint
+from netrig.plan.routes import distances
+from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
 
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
 
 
+class StoredExperiment(Protocol):
+    id: int
+    name: str
+    file_hash: str
+    status: str
+
+
+class StoredRun(Protocol):
+    status: str
+
+
+class ResultStore(Protocol):
+    """Where runs go: netrig.results.store.ResultStore (the runner sits below the results
+    layer, so it names only what it calls)."""
+
+    path: Any
+
+    def experiments(self) -> Sequence[StoredExperiment]: ...
+    def runs(self, experiment_id: int) -> Sequence[StoredRun]: ...
+    def completed_points(self, experiment_id: int) -> set[tuple[str, int]]: ...
+    def begin_experiment(self, name: str, file_text: str, host_facts: Mapping[str, Any]) -> int: ...
+    def finish_experiment(self, experiment_id: int, status: Any) -> None: ...
+    def record_run(self, experiment_id: int, point: Mapping[str, Any], repetition: int,
+                   status: Any, samples: Any = None, reason: str | None = None,
+                   stderr: str | None = None, *, started: datetime | None = None,
+                   ended: datetime | None = None, outputs: Any = None) -> int: ...
+
+
 class Reporter(Protocol):
     """What the runner tells its user interface (the CLI's progress bar, or nothing)."""
 
-    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None: ...
-    def run_started(self, exp: Experiment, run: PlannedRun) -> None: ...
+    def begin(self, exp: ExperimentPlan, runs: list[PlannedRun], stored: int) -> None: ...
+    def run_started(self, exp: ExperimentPlan, run: PlannedRun) -> None: ...
     def run_ended(
-        self, exp: Experiment, run: PlannedRun, status: str, reason: str | None
+        self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None
     ) -> None: ...
     def note(self, message: str) -> None: ...
     def end(self) -> None: ...
@@ -63,13 +93,13 @@ class Reporter(Protocol):
 class Silent:
     """A reporter that says nothing (the Python API's default)."""
 
-    def begin(self, exp: Experiment, runs: list[PlannedRun], stored: int) -> None:
+    def begin(self, exp: ExperimentPlan, runs: list[PlannedRun], stored: int) -> None:
         pass
 
-    def run_started(self, exp: Experiment, run: PlannedRun) -> None:
+    def run_started(self, exp: ExperimentPlan, run: PlannedRun) -> None:
         pass
 
-    def run_ended(self, exp: Experiment, run: PlannedRun, status: str, reason: str | None) -> None:
+    def run_ended(self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None) -> None:
         pass
 
     def note(self, message: str) -> None:
@@ -176,7 +206,6 @@ def _pairs(steps: list[MeasureStep]) -> list[tuple[str, str]]:
 
 def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
     """Link-cost distance of each (source, target): what a shortest-path protocol settles on."""
-    from netrig.plan.routes import distances
 
     index = {name: i for i, name in enumerate(plan.nodes)}
     rows = [index[link.a] for link in plan.links]
@@ -187,7 +216,6 @@ def _shortest_costs(plan: Any, pairs: list[tuple[str, str]]) -> dict[tuple[str, 
 
 def _trace(lab: Lab, pairs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]:
     """(source, target, path) of each pair, per the kernels' FIBs."""
-    from netrig.lab.trace import Tracer
 
     with Tracer(lab.plan) as tracer:
         return [(a, b, tracer.trace(a, lab.addr(b))) for a, b in pairs]
@@ -241,24 +269,11 @@ def _timeline_text(timeline: faults.Timeline) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_tools(exp: Experiment) -> None:
-    """Refuse before anything is built if a measurement's program is missing."""
-    missing = measure.missing_tools(exp.tools())
-    if missing:
-        lines = [
-            f"{cmd} is not installed; install it with: apt-get install {pkg}"
-            if pkg
-            else f"{cmd}: command not found on PATH"
-            for cmd, pkg in missing.items()
-        ]
-        raise LabError("; ".join(lines))
-
-
-def file_hash(exp: Experiment) -> str:
+def file_hash(exp: ExperimentPlan) -> str:
     return hashlib.sha256(exp.text.encode()).hexdigest()
 
 
-def find_resumable(store: ResultStore, exp: Experiment) -> int:
+def find_resumable(store: ResultStore, exp: ExperimentPlan) -> int:
     """The newest unfinished experiment of this name and file hash; BadInput if none."""
     digest = file_hash(exp)
     same = [e for e in store.experiments() if e.name == exp.name and e.file_hash == digest]
@@ -277,7 +292,7 @@ def find_resumable(store: ResultStore, exp: Experiment) -> int:
 
 
 def run_experiment(
-    exp: Experiment,
+    exp: ExperimentPlan,
     store: ResultStore,
     *,
     resume: bool = False,
@@ -286,7 +301,6 @@ def run_experiment(
 ) -> Outcome:
     """Run every planned run not stored yet; see the module docstring."""
     say = reporter or Silent()
-    check_tools(exp)
     own_ledger = ledger is None
     ledger = ledger or _ledger()
     for plan in {p.plan.name: p.plan for p in exp.points}.values():
@@ -336,7 +350,7 @@ class _Session:
 
     def __init__(
         self,
-        exp: Experiment,
+        exp: ExperimentPlan,
         store: ResultStore,
         say: Reporter,
         outcome: Outcome,

@@ -16,43 +16,14 @@ Adding an engine means adding one module here whose class is decorated with @reg
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
-from ipaddress import IPv4Address
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from netrig.registry import Registry
+from netrig.base.registry import Registry
+from netrig.plan.firewall import FirewallPlan
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
 
-FILLER_BASE = IPv4Address("240.0.0.1")  # 240.0.0.0/4 is reserved: no lab address is ever here
-
-
-@dataclass
-class FirewallPlan:
-    """A node's firewall with node names resolved to addresses (stored in the lab plan)."""
-
-    engine: str
-    filler_rules: int = 0
-    rules: list[tuple[str, str]] = field(default_factory=list)  # (drop|accept, cidr)
-    xdp_mode: str = "native"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FirewallPlan:
-        return cls(
-            data["engine"],
-            data.get("filler_rules", 0),
-            [(a, c) for a, c in data.get("rules", [])],
-            data.get("xdp_mode", "native"),
-        )
-
-    def fillers(self) -> list[str]:
-        """Source addresses of the filler rules, as /32 prefixes."""
-        return [f"{FILLER_BASE + i}/32" for i in range(self.filler_rules)]
-
-    def total(self) -> int:
-        """Rules per rule list as installed: fillers plus written rules."""
-        return self.filler_rules + len(self.rules)
 
 
 class FirewallError(Exception):
@@ -64,11 +35,11 @@ class Engine:
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
-    tools: ClassVar[dict[str, str]] = {}  # program → Debian package
+    programs: ClassVar[dict[str, str]] = {}  # program → Debian package
 
     def missing(self) -> str | None:
         """Why this engine cannot work on this host (naming the package), or None."""
-        lacking = {cmd: pkg for cmd, pkg in self.tools.items() if shutil.which(cmd) is None}
+        lacking = {cmd: pkg for cmd, pkg in self.programs.items() if shutil.which(cmd) is None}
         if not lacking:
             return None
         pkgs = " ".join(sorted(set(lacking.values())))
@@ -85,10 +56,10 @@ class Engine:
         raise NotImplementedError
 
 
-_plugins: Registry[Engine] = Registry("firewall engine", __name__)
-ENGINES = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Engine] = Registry("firewall engine", __name__)
+ENGINES = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def engine_names() -> list[str]:

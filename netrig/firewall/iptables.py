@@ -29,7 +29,7 @@ def ruleset(rules: list[tuple[str, str]]) -> str:
 class Iptables(Engine):
     name = "iptables"
     summary = "legacy iptables, linear chains (iptables-legacy-restore)"
-    tools: ClassVar[dict[str, str]] = {
+    programs: ClassVar[dict[str, str]] = {
         "iptables-legacy-restore": "iptables",
         "iptables-legacy-save": "iptables",
     }

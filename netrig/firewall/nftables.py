@@ -37,7 +37,7 @@ def ruleset(rules: list[tuple[str, str]]) -> str:
 class Nftables(Engine):
     name = "nftables"
     summary = "nftables, one rule per entry (nft -f)"
-    tools: ClassVar[dict[str, str]] = {"nft": "nftables"}
+    programs: ClassVar[dict[str, str]] = {"nft": "nftables"}
 
     def apply(self, lab: Lab, node: str, fw: FirewallPlan) -> None:
         rules = [("drop", c) for c in fw.fillers()] + fw.rules

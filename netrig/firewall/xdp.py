@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from netrig.firewall import Engine, FirewallError, FirewallPlan, register, run_checked
-from netrig.native import build
+from netrig.native import compile as native_compile
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -26,7 +26,7 @@ class Xdp(Engine):
     summary = "netrig's XDP program, rules in an LPM trie (constant cost per packet)"
 
     def missing(self) -> str | None:
-        lacking = build.missing()
+        lacking = native_compile.missing()
         if lacking:
             return (
                 f"firewall engine 'xdp' builds its BPF program with {', '.join(lacking)}; "
@@ -41,8 +41,8 @@ class Xdp(Engine):
     def apply_iface(self, lab: Lab, node: str, fw: FirewallPlan, iface: str) -> None:
         """Load the filter with every rule onto one interface (which must have no XDP program)."""
         try:
-            helper, obj = build.helper(), build.bpf_object("xdp_filter")
-        except build.BuildError as exc:
+            helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_filter")
+        except native_compile.BuildError as exc:
             raise FirewallError(str(exc)) from None
         lines = [f"drop {c}" for c in fw.fillers()] + [f"{a} {c}" for a, c in fw.rules]
         argv = [helper, "filter-load", iface, fw.xdp_mode, obj]
@@ -52,7 +52,7 @@ class Xdp(Engine):
         ifaces = lab.plan.node(node).ifaces
         if not ifaces:
             return 0
-        out = run_checked(lab, node, [build.helper(), "filter-count", ifaces[0].name])
+        out = run_checked(lab, node, [native_compile.helper(), "filter-count", ifaces[0].name])
         m = re.search(r"^rules (\d+)$", out, re.M)
         if not m:
             raise FirewallError(f"unexpected netrig-xdp output: {out!r}")
@@ -61,6 +61,6 @@ class Xdp(Engine):
 
 def dropped(lab: Lab, node: str, iface: str) -> int:
     """Packets the XDP filter on `iface` dropped (from its per-CPU counters)."""
-    out = run_checked(lab, node, [build.helper(), "filter-count", iface])
+    out = run_checked(lab, node, [native_compile.helper(), "filter-count", iface])
     m = re.search(r"^dropped (\d+)$", out, re.M)
     return int(m.group(1)) if m else 0

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
+from netrig.plan.routes import distances
 
 AUTO_ALL_PAIRS_MAX = 128
 SAMPLE_TARGETS = 8
@@ -111,7 +112,6 @@ def default_ttl(plan: LabPlan, family: int) -> int:
 
 def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
     """Router hops between hosts (a switched segment counts as one hop)."""
-    from netrig.plan.routes import distances
 
     hosts = [h.name for h in plan.hosts()]
     index = {name: i for i, name in enumerate(hosts)}

@@ -17,40 +17,22 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import struct
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from ipaddress import IPv4Network
-from typing import TYPE_CHECKING
 
-from netrig.lab import netns, nlwire
+from netrig.lab import daemons, netns, nlwire
 from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
-from netrig.plan.model import LinkPlan
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
-
+from netrig.lab.ledger import Ledger
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.plan.events import Event, check_events, find_link
+from netrig.plan.model import LabPlan, LinkPlan
 
 # ------------------------------------------------------------------ links
-
-
-def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
-    """The link between nodes A and B, whichever way round the file wrote it."""
-    plan.node(a)
-    plan.node(b)
-    for link in plan.links:
-        if {link.a, link.b} == {a, b}:
-            return link
-    neighbours = sorted({i.peer for i in plan.node(a).ifaces})
-    raise BadInput(
-        f"lab {plan.name!r} has no link between {a} and {b} "
-        f"({a} is linked to {', '.join(neighbours) or 'nothing'})"
-    )
 
 
 def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
@@ -180,7 +162,6 @@ def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
 
 def stop_node(lab: Lab, node: str) -> list[str]:
     """Stop NODE's routing daemon(s) by PID; returns what was stopped."""
-    from netrig.lab import daemons
 
     lab.plan.node(node)
     if not daemons.recorded(lab, node):
@@ -191,7 +172,6 @@ def stop_node(lab: Lab, node: str) -> list[str]:
 def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
     """Start NODE's routing daemon(s) again with the command lines they had;
     returns (started, already running)."""
-    from netrig.lab import daemons
 
     lab.plan.node(node)
     known = daemons.recorded(lab, node)
@@ -215,71 +195,6 @@ def _no_daemon(lab: Lab, node: str) -> BadInput:
 
 
 # ------------------------------------------------------------------ timeline
-
-_RATE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-_EVENT = re.compile(
-    r"^\s*(?:(?P<link>link)\s+(?P<a>[\w.]+(?:-[\w.]+)*?)-(?P<b>[\w.]+(?:-[\w.]+)*)\s+"
-    r"(?P<what>down|up|rate\s+(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[kmg]?)bit|rate\s+off)"
-    r"|(?P<node>node)\s+(?P<n>[\w.-]+)\s+(?P<verb>stop|start))"
-    r"\s*@\s*(?P<at>\d+(?:\.\d+)?)\s*(?P<ms>ms|s)?\s*$"
-)
-
-
-@dataclass(frozen=True)
-class Event:
-    """One fault at `at` seconds after the timeline starts."""
-
-    at: float
-    kind: str  # link-down | link-up | link-rate | node-stop | node-start
-    target: tuple[str, ...]  # (a, b) or (node,)
-    rate: int | None = None  # bit/s for link-rate (None: remove the limit)
-
-    def __str__(self) -> str:
-        what = {"link-rate": f"rate {self.rate or 'off'}"}.get(self.kind, self.kind.split("-")[1])
-        return f"{self.kind.split('-')[0]} {'-'.join(self.target)} {what} @ {self.at:g}s"
-
-
-def parse_event(text: str) -> Event:
-    """`link n3-n4 down @ 2s`, `link n1-n2 rate 10mbit @ 500ms`, `node n5 stop @ 3`."""
-    m = _EVENT.match(text)
-    if not m:
-        raise ValueError(
-            f"cannot read event {text!r}; write `link A-B down|up|rate 10mbit|rate off @ T` "
-            "or `node N stop|start @ T` (T in s or ms)"
-        )
-    at = float(m["at"]) / (1000 if m["ms"] == "ms" else 1)
-    if m["link"]:
-        what = m["what"]
-        if what in ("down", "up"):
-            return Event(at, f"link-{what}", (m["a"], m["b"]))
-        rate = int(float(m["rate"]) * _RATE_UNITS[m["unit"]]) if m["rate"] else None
-        return Event(at, "link-rate", (m["a"], m["b"]), rate)
-    return Event(at, f"node-{m['verb']}", (m["n"],))
-
-
-def parse_events(texts: list[str]) -> list[Event]:
-    return sorted((parse_event(t) for t in texts), key=lambda e: e.at)
-
-
-def check_events(plan: LabPlan, events: list[Event]) -> list[Event]:
-    """Before anything runs: every link and node an event names exists. Returns the events
-    with link ends read against the plan's node names (`r-1-r-2` is r-1 and r-2 there)."""
-    out = []
-    for event in events:
-        if event.kind.startswith("link"):
-            joined = "-".join(event.target)
-            parts = joined.split("-")
-            for cut in range(1, len(parts)):
-                a, b = "-".join(parts[:cut]), "-".join(parts[cut:])
-                if a in plan.nodes and b in plan.nodes:
-                    event = replace(event, target=(a, b))
-                    break
-            find_link(plan, *event.target)
-        else:
-            plan.node(event.target[0])
-        out.append(event)
-    return out
-
 
 def apply(lab: Lab, event: Event) -> None:
     if event.kind in ("link-down", "link-up"):
@@ -316,7 +231,6 @@ class Timeline:
         self._thread.start()
 
     def _run(self) -> None:
-        from netrig.lab.ledger import Ledger
 
         ledger = Ledger(self.lab.ledger.state_dir)
         lab = self.lab.with_ledger(ledger)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol
 
 from netrig.lab import netns, run
 from netrig.lab.ledger import Ledger, process_alive, process_starttime
+from netrig.model.catalog import Catalog
 from netrig.plan.model import LabPlan
 
 
@@ -25,14 +26,31 @@ class RoutingBehaviour(Protocol):
     poll_interval: float
 
     def runs_daemons(self) -> bool: ...
+    def is_ours(self, route: Any) -> bool: ...
     def start(self, lab: Any) -> None: ...
     def stop(self, lab: Any) -> None: ...
     def converged(self, lab: Any) -> bool: ...
     def pending(self) -> str: ...
 
 
+class ServiceSupervision(Protocol):
+    """What a measurement asks of the lab's services between and after runs (the rig hands
+    down netrig.services, which a measurement plugin may not import)."""
+
+    def planned(self, lab: Any) -> list[Any]: ...
+    def revive(self, lab: Any) -> list[str]: ...
+    def exit_report(self, lab: Any, lines: int = 10) -> str: ...
+    def restart(self, lab: Any, node: str) -> list[str]: ...
+
+
 class LabRuntime:
-    """A lab that exists (or is being built): what plugins and faults work with."""
+    """A lab that exists (or is being built): what plugins and faults work with.
+
+    `catalog` holds the plugin registries when the rig made this lab, so one plugin can
+    reach another by name (an XDP measurement putting back the node's XDP firewall)
+    without importing its package."""
+
+    catalog: Catalog | None = None
 
     def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
         self.plan = plan
@@ -46,6 +64,11 @@ class LabRuntime:
     def protocol(self) -> RoutingBehaviour:
         """The lab's routing plugin; the rig's Lab provides it."""
         raise NotImplementedError("a bare LabRuntime has no routing plugin")
+
+    @property
+    def services(self) -> ServiceSupervision:
+        """Supervision of the lab's services; the rig's Lab provides it."""
+        raise NotImplementedError("a bare LabRuntime runs no services")
 
     def with_ledger(self, ledger: Ledger) -> LabRuntime:
         """The same lab through another ledger connection (one per thread: SQLite's rule)."""

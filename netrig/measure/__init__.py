@@ -16,31 +16,35 @@ Adding a tool means adding one module here whose class is decorated with @regist
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import ip_interface
-from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal
+from typing import IO, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import Plugin
+from netrig.base.registry import Registry
+from netrig.base.sample import MeasurementFailed, Sample
+from netrig.lab import netns
+from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
+    end_group,
+    end_process,
+    listening_ports,
+    socket_inodes,
+    wait_all,
+)
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.model.models import Seconds
-from netrig.registry import Registry
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.model.yamlmarks import KeyPath
+from netrig.plan.model import LabPlan
 
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
-
-Path = tuple[str | int, ...]
 STDERR_KEEP = 8000  # characters of a tool's stderr kept with a failed run
 
 
@@ -68,44 +72,45 @@ class MeasureOptions(BaseModel):
     timeout: Seconds | None = Field(None, description="give up after this long (default: derived)")
 
 
-class Measurement:
+MeasureOptionsT = TypeVar("MeasureOptionsT", bound=MeasureOptions)
+
+
+class Measurement(Plugin[MeasureOptionsT]):
     """Base class of a measurement plugin; stateless, options are passed to every call."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
     Options: ClassVar[type[MeasureOptions]] = MeasureOptions
     summary_metrics: ClassVar[tuple[str, ...]] = ()  # shown in the end-of-run table
 
-    def tools(self, options: Any) -> dict[str, str]:
-        """Programs the measurement runs → the Debian package that provides each."""
-        return {}
+    def tools(self, options: MeasureOptionsT) -> dict[str, str]:
+        """Programs these options run → the Debian package of each (of `programs`)."""
+        return dict(self.programs)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: MeasureOptionsT, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         """Problems of the options against a lab plan: (path inside the options, message)."""
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: MeasureOptionsT) -> float:
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
-    def during_events(self, options: Any) -> Any:
+    def during_events(self, options: MeasureOptionsT) -> MeasureOptionsT:
         """The options to use while a timeline of faults runs (`events:`): finer time series
         where the user left the default. Unchanged by default."""
         return options
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+    def run(self, lab: Lab, options: MeasureOptionsT, timeout: float) -> Result:
         raise NotImplementedError
 
 
-_plugins: Registry[Measurement] = Registry("measurement", __name__, skip=("parse_", "_"))
-MEASUREMENTS = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Measurement[Any]] = Registry("measurement", __name__, skip=("parse_", "_"))
+MEASUREMENTS = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def get(name: str) -> Measurement:
     """A plugin by name; KeyError (with a suggestion) for an unknown one."""
-    return _plugins.lookup(name)()
+    return registry.lookup(name)()
 
 
 def missing_tools(tools: dict[str, str]) -> dict[str, str]:
@@ -141,7 +146,7 @@ def started_at(default: float) -> float:
     return default if at is None else at
 
 
-def node_problems(plan: LabPlan, refs: Sequence[tuple[Path, str]]) -> list[tuple[Path, str]]:
+def node_problems(plan: LabPlan, refs: Sequence[tuple[KeyPath, str]]) -> list[tuple[KeyPath, str]]:
     """(path, node name) references that name no host of the plan, as problems."""
     hosts = [n.name for n in plan.hosts()]
     problems = []
@@ -215,97 +220,8 @@ def read_spool(fh: IO[str]) -> str:
     return fh.read()
 
 
-def end_process(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
-    """End a process we started, by its PID: SIGTERM, a grace period, then SIGKILL."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def end_group(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
-    """End a process started with start_new_session and everything in its process group
-    (a shell and the tool it runs), by the group id, which is the PID we started.
-
-    Once the leader is reaped its PID stays reserved while members of its group live; if a
-    process with that PID exists again, the group is gone and the number belongs to someone
-    else (a daemon that made itself a session leader, say): it is left alone."""
-    if proc.poll() is not None and os.path.exists(f"/proc/{proc.pid}"):
-        return
-    if proc.poll() is None or _group_alive(proc.pid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            proc.poll()
-            time.sleep(0.01)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(grace)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def wait_all(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> bool:
-    """Wait for every process until the monotonic deadline; False if some still run."""
-    for proc in procs:
-        left = deadline - time.monotonic()
-        try:
-            proc.wait(max(left, 0.0))
-        except subprocess.TimeoutExpired:
-            return False
-    return True
-
-
-def socket_inodes(pid: int) -> set[str]:
-    """Inodes of the sockets process `pid` holds open."""
-    inodes = set()
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return inodes
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    return inodes
-
-
-def listening_ports(pid: int, proto: str = "tcp") -> set[int]:
-    """Ports that process `pid` itself listens on (another process's listener does not count)."""
-    mine = socket_inodes(pid)
-    ports: set[int] = set()
-    for name in (proto, proto + "6"):
-        try:
-            with open(f"/proc/{pid}/net/{name}") as fh:
-                lines = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A" and fields[9] in mine:  # TCP_LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
 def in_namespace(pid: int, lab: Lab, node: str) -> bool:
     """True once the process has entered the node's namespace (it starts in ours)."""
-    from netrig.lab import netns
 
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == netns.ns_inode(lab.ns(node))

@@ -12,15 +12,15 @@ latency percentiles come from ab's `-e` file.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from netrig.measure import Measurement, Path, Result, register, tail
+from netrig.base.sample import MeasurementFailed
+from netrig.measure import KeyPath, Measurement, Result, register, tail
 from netrig.measure.parse_ab import is_error, parse_ab
 from netrig.measure.wrk import SLACK, HttpOptions, guarded, http_check, run_client, url
 from netrig.model.models import Seconds
-from netrig.results.sample import MeasurementFailed
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -38,23 +38,22 @@ class AbOptions(HttpOptions):
 
 
 @register
-class Ab(Measurement):
+class Ab(Measurement[AbOptions]):
     name = "ab"
     summary = "HTTP requests/s and latency percentiles (ApacheBench), a connection per request"
     Options = AbOptions
     summary_metrics = ("requests_per_s", "latency_p99", "errors")
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"ab": "apache2-utils"}
+    programs: ClassVar[dict[str, str]] = {"ab": "apache2-utils"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: AbOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: AbOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: AbOptions = options
+    def run(self, lab: Lab, options: AbOptions, timeout: float) -> Result:
+        o = options
         csv_path = os.path.join(lab.node_dir(o.client), "ab-percentiles.csv")
         if os.path.exists(csv_path):
             os.unlink(csv_path)

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -31,7 +32,6 @@ from netrig.measure import (
     tail,
 )
 from netrig.model.models import NodeName
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -60,22 +60,22 @@ class CommandOptions(MeasureOptions):
 
 
 @register
-class Command(Measurement):
+class Command(Measurement[CommandOptions]):
     name = "command"
     summary = "any command in a node: exit code, duration, stdout (and numbers it prints)"
     Options = CommandOptions
     summary_metrics = ()  # every number it reports: exit_code, duration, and its own metrics
 
-    def tools(self, options: Any) -> dict[str, str]:
+    def tools(self, options: CommandOptions) -> dict[str, str]:
         """The shell, or the program of an argv list (its package is unknown: no name)."""
         program = options.argv()[0]
         return {program: "dash" if program == "sh" else ""}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
+    def check(self, options: CommandOptions, plan: Any) -> list[tuple[KeyPath, str]]:
         return node_problems(plan, [(("node",), options.node)])
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: CommandOptions = options
+    def run(self, lab: Lab, options: CommandOptions, timeout: float) -> Result:
+        o = options
         start = time.monotonic()
         try:
             done = lab.exec(

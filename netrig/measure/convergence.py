@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import errno
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from netrig.measure import Measurement, MeasureOptions, Path, Result, mark_started, register
+from netrig.base.sample import MeasurementFailed, Sample
+from netrig.lab import daemons, faults, nlwire
+from netrig.lab.build import LabError, route_requests
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.measure import KeyPath, Measurement, MeasureOptions, Result, mark_started, register
 from netrig.model.models import Seconds
-from netrig.results.sample import MeasurementFailed, Sample
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
+from netrig.plan.model import LabPlan
 
 NOT_ROUTED = ("none", "bridge")
 DRAIN_TIMEOUT = 15.0  # seconds to wait for stopped daemons' routes to leave the tables
@@ -41,27 +41,25 @@ class ConvergenceOptions(MeasureOptions):
 
 
 @register
-class Convergence(Measurement):
+class Convergence(Measurement[ConvergenceOptions]):
     name = "convergence"
     summary = "cold-start convergence time of the lab's routing (daemons restarted at once)"
     Options = ConvergenceOptions
     summary_metrics = ("convergence",)
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: ConvergenceOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         if plan.protocol in NOT_ROUTED:
             return [((), f"protocol {plan.protocol} has no routes to converge")]
         return []
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: ConvergenceOptions) -> float:
         return float(options.timeout or (options.limit or 120.0) + DRAIN_TIMEOUT + 10.0)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        from netrig import routing
-        from netrig.lab import daemons
+    def run(self, lab: Lab, options: ConvergenceOptions, timeout: float) -> Result:
 
-        proto = routing.make(lab.plan.protocol, lab.plan.routing_options)
+        proto = lab.protocol
         limit = float(options.limit or max(lab.plan.check_timeout, proto.convergence_timeout))
-        if isinstance(proto, daemons.DaemonProtocol):
+        if proto.runs_daemons():
             reach = daemons.Reachability(lab, proto.is_ours)
             _stop_daemons(lab, reach)
             mark_started()
@@ -102,7 +100,6 @@ class Convergence(Measurement):
 
 def _stop_daemons(lab: Lab, reach: Any) -> None:
     """Stop every daemon and wait until none of the protocol's routes is left anywhere."""
-    from netrig.lab import daemons
 
     daemons.stop(lab, reason="stopped for a cold start")
     deadline = time.monotonic() + DRAIN_TIMEOUT
@@ -120,15 +117,12 @@ def _stop_daemons(lab: Lab, reach: Any) -> None:
 
 
 def _remove_routes(lab: Lab) -> None:
-    from netrig.lab import nlwire
-    from netrig.lab.build import route_requests
 
     for node in lab.plan.nodes.values():
         _send(lab, node.name, [nlwire.as_delete(r) for r in route_requests(node)], errno.ESRCH)
 
 
 def _install_routes(lab: Lab) -> None:
-    from netrig.lab.build import route_requests
 
     for node in lab.plan.nodes.values():
         _send(lab, node.name, route_requests(node), errno.EEXIST)
@@ -136,8 +130,6 @@ def _install_routes(lab: Lab) -> None:
 
 def _send(lab: Lab, node: str, requests: list[Any], ignore: int) -> None:
     """faults.send, whose LabError is this measurement's failure."""
-    from netrig.lab import faults
-    from netrig.lab.build import LabError
 
     try:
         faults.send(lab, node, requests, ignore=(ignore,))

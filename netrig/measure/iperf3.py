@@ -22,15 +22,16 @@ import re
 import subprocess
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     end_process,
@@ -49,7 +50,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_iperf3 import parse_iperf3
 from netrig.model.models import NodeName, Rate, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -128,7 +128,7 @@ class Iperf3Options(MeasureOptions):
 
 
 @register
-class Iperf3(Measurement):
+class Iperf3(Measurement[Iperf3Options]):
     name = "iperf3"
     summary = "TCP/UDP throughput (iperf3 --json), optionally one stream per IP alias"
     Options = Iperf3Options
@@ -140,11 +140,10 @@ class Iperf3(Measurement):
         "loss_percent",
     )
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"iperf3": "iperf3"}
+    programs: ClassVar[dict[str, str]] = {"iperf3": "iperf3"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
-        o: Iperf3Options = options
+    def check(self, options: Iperf3Options, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+        o = options
         problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
         if problems:
             return problems
@@ -165,20 +164,20 @@ class Iperf3(Measurement):
                 return [(("port",), f"{len(pairs)} aliases need ports {o.port}… beyond 65535")]
         return []
 
-    def timeout(self, options: Any) -> float:
-        o: Iperf3Options = options
+    def timeout(self, options: Iperf3Options) -> float:
+        o = options
         if o.timeout:
             return float(o.timeout)
         return o.duration + o.omit + o.connect_timeout + STARTUP_SLACK
 
-    def during_events(self, options: Any) -> Any:
+    def during_events(self, options: Iperf3Options) -> Iperf3Options:
         """An interval sample every 0.1 s (iperf3's finest) unless the file sets `interval`."""
         if "interval" in options.model_fields_set:
             return options
         return options.model_copy(update={"interval": EVENTS_INTERVAL})
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: Iperf3Options = options
+    def run(self, lab: Lab, options: Iperf3Options, timeout: float) -> Result:
+        o = options
         if o.per_alias:
             return list(_run_per_alias(lab, o, timeout))
         target = target_address(lab.plan, o.client, o.server, o.family, o.address)

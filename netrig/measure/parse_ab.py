@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.base.sample import MeasurementFailed, Sample
 
 _FIELDS = {
     "complete": r"^Complete requests:\s+(\d+)",

@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.base.sample import MeasurementFailed, Sample
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _COUNT = re.compile(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.base.sample import MeasurementFailed, Sample
 
 _HEADER = re.compile(r"^PING (?P<target>\S+?)\s*\((?P<address>[^)]*)\)")
 _REPLY = re.compile(

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from netrig.results.sample import MeasurementFailed
+from netrig.base.sample import MeasurementFailed
 
 
 @dataclass(frozen=True)

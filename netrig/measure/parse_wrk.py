@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.base.sample import MeasurementFailed, Sample
 
 MARK = "NETRIG-WRK "
 REPORT_LUA = """-- written by netrig: the exact counters of a wrk run, as one JSON line

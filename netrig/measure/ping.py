@@ -24,15 +24,16 @@ import subprocess
 import time
 from collections import defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     mark_started,
@@ -49,7 +50,6 @@ from netrig.measure import (
 from netrig.measure.parse_fping import parse_fping
 from netrig.measure.parse_ping import parse_ping
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -110,19 +110,21 @@ class PingOptions(MeasureOptions):
 
 
 @register
-class Ping(Measurement):
+class Ping(Measurement[PingOptions]):
     name = "ping"
     summary = "RTT min/avg/max/mdev and loss (ping or fping), chosen pairs or all pairs"
     Options = PingOptions
     summary_metrics = ("rtt_avg", "rtt_max", "loss_percent")
 
-    def tools(self, options: Any) -> dict[str, str]:
+    programs: ClassVar[dict[str, str]] = PACKAGES
+
+    def tools(self, options: PingOptions) -> dict[str, str]:
         program = options.program()
         return {program: PACKAGES[program]}
 
-    def check(self, options: Any, plan: Any) -> list[tuple[Path, str]]:
-        o: PingOptions = options
-        refs: list[tuple[Path, str]] = []
+    def check(self, options: PingOptions, plan: Any) -> list[tuple[KeyPath, str]]:
+        o = options
+        refs: list[tuple[KeyPath, str]] = []
         if o.src is not None and o.dst is not None:
             refs = [(("src",), o.src), (("dst",), o.dst)]
         elif o.pairs is not None:
@@ -141,19 +143,19 @@ class Ping(Measurement):
                     break
         return problems
 
-    def timeout(self, options: Any) -> float:
-        o: PingOptions = options
+    def timeout(self, options: PingOptions) -> float:
+        o = options
         return float(o.timeout or o.count * o.interval + SLACK)
 
-    def during_events(self, options: Any) -> Any:
+    def during_events(self, options: PingOptions) -> PingOptions:
         """Every probe on the clock (fping), the loss series outage is derived from, unless
         the file says `per_probe` or `tool: ping`."""
         if "per_probe" in options.model_fields_set or options.tool == "ping":
             return options
         return options.model_copy(update={"per_probe": True})
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: PingOptions = options
+    def run(self, lab: Lab, options: PingOptions, timeout: float) -> Result:
+        o = options
         pairs = o.chosen_pairs([n.name for n in lab.plan.hosts()])
         mark_started()
         if o.program() == "fping":

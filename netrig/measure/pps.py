@@ -50,16 +50,17 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_group,
     node_problems,
@@ -78,7 +79,6 @@ from netrig.measure.parse_pps import (
     udp_received,
 )
 from netrig.model.models import NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -150,20 +150,22 @@ class PpsOptions(MeasureOptions):
 
 
 @register
-class Pps(Measurement):
+class Pps(Measurement[PpsOptions]):
     name = "pps"
     summary = "packets/s forwarded from a generator (netrig_gen or trafgen) to a sink"
     Options = PpsOptions
     summary_metrics = ("rx_pps", "tx_pps", "loss_percent")
 
-    def tools(self, options: Any) -> dict[str, str]:
+    programs: ClassVar[dict[str, str]] = {"trafgen": "netsniff-ng", "gcc": "gcc"}
+
+    def tools(self, options: PpsOptions) -> dict[str, str]:
         """trafgen, or gcc until netrig_gen is built."""
         if choose_generator(options.generator) == "trafgen":
             return {"trafgen": "netsniff-ng"}
         return {} if os.access(_binary_path(), os.X_OK) else {"gcc": "gcc"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
-        o: PpsOptions = options
+    def check(self, options: PpsOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+        o = options
         refs = [(("src",), o.src), (("dst",), o.dst)]
         refs += [(("watch", i), node) for i, node in enumerate(o.watch)]
         problems = node_problems(plan, refs)
@@ -178,12 +180,12 @@ class Pps(Measurement):
             return [(("address",), str(exc.args[0]))]
         return []
 
-    def timeout(self, options: Any) -> float:
-        o: PpsOptions = options
+    def timeout(self, options: PpsOptions) -> float:
+        o = options
         return float(o.timeout or o.duration + STARTUP_SLACK)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: PpsOptions = options
+    def run(self, lab: Lab, options: PpsOptions, timeout: float) -> Result:
+        o = options
         deadline = time.monotonic() + timeout
         generator = choose_generator(o.generator)
         target = target_address(lab.plan, o.src, o.dst, o.family, o.address)

@@ -32,15 +32,17 @@ from __future__ import annotations
 
 import select
 import subprocess
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from netrig.base.sample import MeasurementFailed, Sample
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     end_process,
     node_problems,
@@ -51,11 +53,9 @@ from netrig.measure import (
     target_address,
 )
 from netrig.model.models import IfName, NodeName, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
+from netrig.native import compile as native_compile
+from netrig.plan.firewall import FirewallPlan
+from netrig.plan.model import LabPlan
 
 READY_TIMEOUT = 5.0  # seconds for the receiver to attach and bind
 DRAIN = 0.5  # seconds after the sender finished for the last packets to arrive
@@ -80,17 +80,16 @@ class StageLatencyOptions(MeasureOptions):
 
 
 @register
-class StageLatency(Measurement):
+class StageLatency(Measurement[StageLatencyOptions]):
     name = "stage_latency"
     summary = "per-packet latency from XDP ingress to the user-space socket (µs)"
     Options = StageLatencyOptions
     summary_metrics = ("latency_min", "latency_median", "latency_p99", "lost")
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"clang": "clang"}  # builds netrig-xdp and the BPF program at first use
+    programs: ClassVar[dict[str, str]] = {"clang": "clang"}  # builds netrig-xdp and the BPF program at first use
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
-        o: StageLatencyOptions = options
+    def check(self, options: StageLatencyOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
+        o = options
         problems = node_problems(plan, [(("sender",), o.sender), (("receiver",), o.receiver)])
         if problems:
             return problems
@@ -102,11 +101,11 @@ class StageLatency(Measurement):
             return [(("iface",), str(exc.args[0]))]
         return []
 
-    def timeout(self, options: Any) -> float:
-        o: StageLatencyOptions = options
+    def timeout(self, options: StageLatencyOptions) -> float:
+        o = options
         return float(o.timeout or o.count * o.interval + READY_TIMEOUT + 10.0)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
+    def run(self, lab: Lab, options: StageLatencyOptions, timeout: float) -> Result:
         sent, got = exchange(lab, options, timeout)
         return samples(sent, {seq: (x, r) for seq, (x, r, _) in got.items()})
 
@@ -115,11 +114,10 @@ def exchange(
     lab: Lab, o: StageLatencyOptions, timeout: float
 ) -> tuple[dict[int, int], dict[int, tuple[int, int, int]]]:
     """Run receiver and sender once: (seq → send_ns, seq → (xdp_ns, recv_ns, recv_real_ns))."""
-    from netrig.native import build
 
     try:
-        helper, obj = build.helper(), build.bpf_object("xdp_stamp")
-    except build.BuildError as exc:
+        helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_stamp")
+    except native_compile.BuildError as exc:
         raise MeasurementFailed(str(exc)) from None
     iface = receiving_iface(lab.plan, o)
     dst = target_address(lab.plan, o.sender, o.receiver, o.family, o.address)
@@ -160,16 +158,15 @@ def _undo_leftover(lab: Lab, node: str, iface: str, helper: str) -> None:
     """Remove a stamp program a killed receiver left on the interface (SIGKILL skips its
     restore) and put the node's XDP firewall back: the kernel empties a program array when
     its last user goes, so the leftover calls nothing and the firewall it replaced is gone."""
-    from netrig.firewall import _lab as firewall_lab
-    from netrig.firewall import xdp
 
     shown = lab.exec(node, [helper, "filter-count", iface], capture_output=True).stdout
     if "prog netrig_stamp" not in shown:
         return
     lab.exec(node, ["ip", "link", "set", "dev", iface, "xdp", "off"], capture_output=True)
-    fw = firewall_lab.firewalls(lab.plan).get(node)
-    if fw is not None and fw.engine == "xdp":
-        xdp.Xdp().apply_iface(lab, node, fw, iface)
+    planned = lab.plan.node(node).firewall
+    fw = FirewallPlan.from_dict(planned) if planned else None
+    if fw is not None and fw.engine == "xdp" and lab.catalog is not None:
+        lab.catalog.firewall.lookup("xdp")().apply_iface(lab, node, fw, iface)
 
 
 def receiving_iface(plan: LabPlan, o: StageLatencyOptions) -> str:

@@ -16,16 +16,17 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab.build import LabError
 from netrig.measure import (
     AddressChoice,
+    KeyPath,
     Measurement,
     MeasureOptions,
-    Path,
     Result,
     Text,
     node_problems,
@@ -36,7 +37,6 @@ from netrig.measure import (
 )
 from netrig.measure.parse_wrk import REPORT_LUA, parse_wrk
 from netrig.model.models import NodeName, Percent, Seconds
-from netrig.results.sample import MeasurementFailed, Sample
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -70,7 +70,7 @@ class HttpOptions(MeasureOptions):
         return self
 
 
-def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[Path, str]]:
+def http_check(o: HttpOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
     problems = node_problems(plan, [(("client",), o.client), (("server",), o.server)])
     if problems:
         return problems
@@ -121,8 +121,7 @@ def guarded(lab: Lab, server: str, measure: Callable[[], Result]) -> Result:
     this run fails it, with its log tail, whatever the client saw; and after a failed run
     the server node's services are started afresh, so an overload that wedged a balancer
     fails the run it happened in, not every later one."""
-    from netrig import services
-
+    services = lab.services
     if not services.planned(lab):
         return measure()
     if not lab.exists() or lab.ledger.lab(lab.name) is None:
@@ -169,23 +168,22 @@ class WrkOptions(HttpOptions):
 
 
 @register
-class Wrk(Measurement):
+class Wrk(Measurement[WrkOptions]):
     name = "wrk"
     summary = "HTTP requests/s, latency percentiles and errors (wrk, keep-alive)"
     Options = WrkOptions
     summary_metrics = ("requests_per_s", "latency_p99", "errors")
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"wrk": "wrk"}
+    programs: ClassVar[dict[str, str]] = {"wrk": "wrk"}
 
-    def check(self, options: Any, plan: LabPlan) -> list[tuple[Path, str]]:
+    def check(self, options: WrkOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         return http_check(options, plan)
 
-    def timeout(self, options: Any) -> float:
+    def timeout(self, options: WrkOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
-    def run(self, lab: Lab, options: Any, timeout: float) -> Result:
-        o: WrkOptions = options
+    def run(self, lab: Lab, options: WrkOptions, timeout: float) -> Result:
+        o = options
         script = os.path.join(lab.node_dir(o.client), "wrk-report.lua")
         with open(script, "w") as fh:
             fh.write(REPORT_LUA)

@@ -30,30 +30,23 @@ exist is reported as `file:line:col` before anything is created.
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import difflib
 import itertools
 import keyword
 import math
-import operator
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from netrig import measure
-from netrig.lab import faults
 from netrig.model import yamlmarks
-from netrig.model.load import Problem, SpecError, _problems, load_doc
+from netrig.model.expr import substitute
+from netrig.model.load import Problem, SpecError, _problems
 from netrig.model.models import LabSpec, Seconds, Strict
-from netrig.plan.build import build_plan
-from netrig.plan.model import LabPlan
-from netrig.plan.runs import sweep_points
+from netrig.model.yamlmarks import KeyPath
 
-Path = tuple[str | int, ...]
 Scalar = bool | int | float | str
 Vary = dict[str, list[Scalar]] | list[dict[str, Scalar]]
 EXPERIMENT_KEYS = (
@@ -70,180 +63,6 @@ EXPERIMENT_KEYS = (
 NOT_SUBSTITUTED = ("vary", "params", "repeat", "order", "warmup", "cooldown", "stop_on_failure")
 MAX_EXPR = 200  # characters inside one {…}
 MAX_POINTS = 10000
-
-# ------------------------------------------------------------------ safe expressions
-
-
-class ExprError(ValueError):
-    """An expression that is not allowed, does not parse, or cannot be evaluated."""
-
-
-_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
-_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
-_SYMBOLS = {
-    ast.Pow: "** (power)",
-    ast.BitAnd: "&",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-    ast.MatMult: "@",
-    ast.Invert: "~",
-    ast.Not: "not",
-}
-_NAMES = {
-    ast.Call: "a function call",
-    ast.Attribute: "attribute access (.)",
-    ast.Subscript: "indexing ([…])",
-    ast.Compare: "a comparison",
-    ast.BoolOp: "and/or",
-    ast.Lambda: "lambda",
-    ast.IfExp: "if/else",
-    ast.NamedExpr: ":=",
-    ast.List: "a list",
-    ast.Tuple: "a tuple",
-    ast.Dict: "a dict",
-    ast.Set: "a set",
-    ast.JoinedStr: "an f-string",
-    ast.Starred: "*",
-    ast.ListComp: "a comprehension",
-    ast.GeneratorExp: "a generator",
-    ast.DictComp: "a comprehension",
-    ast.SetComp: "a comprehension",
-    ast.Await: "await",
-    ast.Yield: "yield",
-}
-ALLOWED = "numbers, parameters, + - * / // % and parentheses"
-
-
-def _what(node: ast.AST) -> str:
-    if isinstance(node, ast.Constant):
-        kind = {str: "a string literal", bool: "true/false", type(None): "None"}.get(
-            type(node.value), f"the literal {node.value!r}"
-        )
-        return kind
-    if isinstance(node, ast.BinOp | ast.UnaryOp):
-        return _SYMBOLS.get(type(node.op), type(node.op).__name__)
-    return _NAMES.get(type(node), type(node).__name__)
-
-
-def _number(value: Any, expr: str) -> int | float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ExprError(f"{{{expr}}}: arithmetic needs numbers, not {value!r}")
-    return value
-
-
-def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
-    """The value of one expression (the text between braces), or ExprError.
-
-    >>> evaluate("1 + hops", {"hops": 5})
-    6
-    """
-    text = expr.strip()
-    if not text:
-        raise ExprError("empty {} expression; write {{ and }} for literal braces")
-    if len(text) > MAX_EXPR:
-        raise ExprError(f"expression longer than {MAX_EXPR} characters")
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        raise ExprError(
-            f"{{{text}}} is not an expression netrig understands; allowed: {ALLOWED}"
-        ) from None
-
-    def value(node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in params:
-                close = difflib.get_close_matches(node.id, list(params), n=1, cutoff=0.6)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                known = ", ".join(sorted(params)) or "none (define them under vary: or params:)"
-                raise ExprError(f"unknown parameter {node.id!r}{hint}; parameters: {known}")
-            return params[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left, right = _number(value(node.left), text), _number(value(node.right), text)
-            try:
-                result = _BINARY[type(node.op)](left, right)
-            except ZeroDivisionError:
-                raise ExprError(f"{{{text}}}: division by zero") from None
-            if isinstance(result, float) and not math.isfinite(result):
-                raise ExprError(f"{{{text}}}: the result is not a finite number")
-            return result
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](_number(value(node.operand), text))
-        raise ExprError(f"{{{text}}}: {_what(node)} is not allowed; only {ALLOWED}")
-
-    return value(tree.body)
-
-
-_WHOLE = re.compile(r"\{([^{}]*)\}")
-_FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-
-
-def render(value: Any) -> str:
-    """A parameter's value as it reads inside a string: 8.0 → '8', True → 'true'."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def expand(text: str, params: Mapping[str, Any]) -> Any:
-    """Substitute the `{expr}` fields of one string; a string that is one field becomes its value.
-
-    >>> expand("n{1 + hops}", {"hops": 5}), expand("{2 * n}", {"n": 4})
-    ('n6', 8)
-    """
-    whole = _WHOLE.fullmatch(text)
-    if whole:
-        return evaluate(whole.group(1), params)
-    if "{" not in text and "}" not in text:
-        return text
-    out, pos = [], 0
-    for m in _FIELD.finditer(text):
-        out.append(text[pos : m.start()])
-        token = m.group(0)
-        if token in ("{{", "}}"):
-            out.append(token[0])
-        elif m.group(1) is not None:
-            out.append(render(evaluate(m.group(1), params)))
-        else:
-            raise ExprError(
-                f"unmatched {token!r} in {text!r}; write {token}{token} for a literal brace"
-            )
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def substitute(
-    data: Any, params: Mapping[str, Any], path: Path, problems: list[tuple[Path, str]]
-) -> Any:
-    """A copy of YAML data with every string expanded; problems collected with their paths."""
-    if isinstance(data, str):
-        try:
-            return expand(data, params)
-        except ExprError as exc:
-            problems.append((path, str(exc)))
-            return data
-    if isinstance(data, dict):
-        return {k: substitute(v, params, (*path, k), problems) for k, v in data.items()}
-    if isinstance(data, list):
-        return [substitute(v, params, (*path, i), problems) for i, v in enumerate(data)]
-    return data
-
 
 # ------------------------------------------------------------------ the experiment keys
 
@@ -311,38 +130,33 @@ class ExperimentKeys(Strict):
         return value
 
 
-# ------------------------------------------------------------------ the loaded experiment
+def sweep_points(
+    vary: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The sweep points of a `vary:`.
+
+    A mapping gives every combination of its values, the first parameter changing slowest;
+    a list of mappings gives exactly those points, in that order.
+
+    >>> sweep_points({"hops": [1, 5], "proto": ["tcp", "udp"]})[1]
+    {'hops': 1, 'proto': 'udp'}
+    >>> sweep_points([{"shape": "ring", "hops": 1}, {"shape": "chain", "hops": 2}])[1]
+    {'shape': 'chain', 'hops': 2}
+    """
+    if not isinstance(vary, Mapping):
+        return [dict(case) for case in vary]
+    names = list(vary)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*vary.values())]
 
 
-@dataclass(frozen=True)
-class MeasureStep:
-    """One measurement of a run: its unique name, its plugin and validated options."""
 
-    name: str
-    kind: str
-    plugin: measure.Measurement
-    options: measure.MeasureOptions
-    timeout: float
+# ------------------------------------------------------------------ the file, read
 
 
-@dataclass
-class SweepPoint:
-    """One combination of the `vary:` values, with the lab and measurements it stands for."""
+@dataclass(kw_only=True)
+class ExperimentSettings:
+    """What an experiment file says about its runs, as read (the model) and as planned."""
 
-    values: dict[str, Any]
-    plan: LabPlan
-    steps: list[MeasureStep]
-    network: str  # the plan as JSON: equal between two points → one lab serves both
-    events: list[faults.Event] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return ", ".join(f"{k}={render(v)}" for k, v in self.values.items()) or "-"
-
-
-@dataclass
-class Experiment:
-    name: str
     file: str
     text: str  # what the results store keeps and hashes: the file plus command-line overrides
     repeat: int
@@ -351,36 +165,50 @@ class Experiment:
     cooldown: float
     vary: Vary
     params: dict[str, Any]
-    points: list[SweepPoint] = field(default_factory=list)
     stop_on_failure: bool = False
 
-    def tools(self) -> dict[str, str]:
-        """Every program the measurements need → its Debian package."""
-        out: dict[str, str] = {}
-        for point in self.points:
-            for step in point.steps:
-                out.update(step.plugin.tools(step.options))
-        return out
+
+@dataclass(kw_only=True)
+class ExperimentModel(ExperimentSettings):
+    """An experiment file read and its own keys checked; the lab part and the measurements
+    are checked per sweep point by the plan (netrig.plan.experiment)."""
+
+    doc: yamlmarks.MarkedDoc
+
+    def points(self) -> list[dict[str, Any]]:
+        """The sweep points' values, in order."""
+        return sweep_points(self.vary)
 
 
-def load_experiment(
+@dataclass
+class PointModel:
+    """One sweep point's file with its `{expr}` substituted: the lab part as a marked
+    document (line marks kept), the measurements and events as written."""
+
+    values: dict[str, Any]
+    lab: yamlmarks.MarkedDoc
+    measure: list[Any]
+    events: list[Any]
+
+
+def load_experiment_model(
     path: str, overrides: Mapping[str, str] | None = None, repeat: int | None = None
-) -> Experiment:
-    """Read and validate an experiment file; SpecError (file:line:col problems) if it is wrong."""
+) -> ExperimentModel:
+    """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_experiment_text(text, path, overrides, repeat)
+    return load_experiment_model_text(text, path, overrides, repeat)
 
 
-def load_experiment_text(
+def load_experiment_model_text(
     text: str,
     file: str = "<string>",
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
-) -> Experiment:
+) -> ExperimentModel:
     doc = yamlmarks.load(text, file)
     if not isinstance(doc.data, dict):
         raise SpecError(
@@ -403,10 +231,10 @@ def load_experiment_text(
         raise SpecError(problems) from None
     vary, params = _apply_overrides(doc, keys, overrides or {})
     stored = text if not overrides and repeat is None else text + _override_note(overrides, repeat)
-    exp = Experiment(
-        name="",
+    return ExperimentModel(
         file=file,
         text=stored,
+        doc=doc,
         repeat=repeat or keys.repeat,
         order=keys.order,
         warmup=keys.warmup,
@@ -415,9 +243,27 @@ def load_experiment_text(
         params=params,
         stop_on_failure=keys.stop_on_failure,
     )
-    _build_points(exp, doc)
-    exp.name = exp.points[0].plan.name
-    return exp
+
+
+def is_experiment(data: Any) -> bool:
+    """A file with `measure:` (or any other experiment key) is an experiment, else a lab."""
+    return isinstance(data, dict) and any(k in data for k in EXPERIMENT_KEYS)
+
+
+def substitute_point(model: ExperimentModel, values: dict[str, Any]) -> PointModel:
+    """One sweep point's file with every `{expr}` substituted; SpecError at file:line."""
+    doc = model.doc
+    params = {**model.params, **values}
+    raw: list[tuple[KeyPath, str]] = []
+    data = {
+        k: v if k in NOT_SUBSTITUTED else substitute(v, params, (k,), raw)
+        for k, v in doc.data.items()
+    }
+    if raw:
+        raise SpecError([Problem(doc.where(path), msg) for path, msg in raw])
+    lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
+    lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
+    return PointModel(values, lab_doc, data["measure"], data.get("events") or [])
 
 
 def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
@@ -489,128 +335,3 @@ def _override_note(overrides: Mapping[str, str] | None, repeat: int | None) -> s
     if repeat is not None:
         parts.append(f"--repeat {repeat}")
     return "\n# netrig run " + " ".join(parts) + "\n"
-
-
-def _build_points(exp: Experiment, doc: yamlmarks.MarkedDoc) -> None:
-    combos = sweep_points(exp.vary)
-    found: dict[tuple[str, str], list[str]] = {}
-    for values in combos:
-        try:
-            exp.points.append(_point(doc, values, {**exp.params, **values}))
-        except SpecError as exc:
-            label = ", ".join(f"{k}={render(v)}" for k, v in values.items())
-            for p in exc.problems:
-                found.setdefault((p.where, p.message), []).append(label)
-    if found:
-        problems = []
-        for (where, message), labels in found.items():
-            if len(combos) > 1 and len(labels) < len(combos):
-                shown = "; ".join(labels[:3]) + (" …" if len(labels) > 3 else "")
-                message = f"{message} (at {shown})"
-            problems.append(Problem(where, message))
-        raise SpecError(problems)
-
-
-def _point(doc: yamlmarks.MarkedDoc, values: dict[str, Any], params: dict[str, Any]) -> SweepPoint:
-    """Substitute one sweep point, validate its lab and measurements, plan its lab."""
-    raw: list[tuple[Path, str]] = []
-    data = {
-        k: v if k in NOT_SUBSTITUTED else substitute(v, params, (k,), raw)
-        for k, v in doc.data.items()
-    }
-    if raw:
-        raise SpecError([Problem(doc.where(path), msg) for path, msg in raw])
-    lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
-    lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
-    plan = build_plan(load_doc(lab_doc))
-    steps = _steps(doc, data["measure"], plan)
-    events = _events(doc, data.get("events") or [], plan)
-    if events:
-        steps = [dataclasses.replace(s, options=s.plugin.during_events(s.options)) for s in steps]
-    return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
-
-
-def _events(doc: yamlmarks.MarkedDoc, texts: list[Any], plan: LabPlan) -> list[faults.Event]:
-    """Each event read and checked against the point's lab: the link or node must exist, and
-    stopping a node needs a routing daemon to stop."""
-    from netrig import routing
-    from netrig.lab.build import LabError
-    from netrig.plan.model import UnknownName
-
-    problems, events = [], []
-    has_daemons = routing.load_plugins()[plan.protocol].runs_daemons()
-    for i, text in enumerate(texts):
-        where = doc.where(("events", i))
-        try:
-            (event,) = faults.check_events(plan, [faults.parse_event(str(text))])
-        except (ValueError, LabError, UnknownName) as exc:
-            problems.append(Problem(where, f"event: {exc}"))
-            continue
-        if event.kind.startswith("node") and not has_daemons:
-            problems.append(
-                Problem(
-                    where,
-                    f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start "
-                    "(use batman, babel or ospf, or a link event)",
-                )
-            )
-            continue
-        events.append(event)
-    if problems:
-        raise SpecError(problems)
-    return sorted(events, key=lambda e: e.at)
-
-
-def _steps(doc: yamlmarks.MarkedDoc, items: list[Any], plan: LabPlan) -> list[MeasureStep]:
-    plugins = measure.load_plugins()
-    problems: list[Problem] = []
-    steps: list[MeasureStep] = []
-    names: set[str] = set()
-    for i, item in enumerate(items):
-        where = doc.where(("measure", i))
-        if not isinstance(item, dict) or len(item) != 1:
-            problems.append(
-                Problem(
-                    where,
-                    "a measurement is one `tool: {options}` mapping, "
-                    f"e.g. `- iperf3: {{client: n1, server: n2}}`; tools: "
-                    f"{', '.join(sorted(plugins))}",
-                )
-            )
-            continue
-        ((kind, raw_options),) = item.items()
-        try:
-            plugin = measure.get(str(kind))
-        except KeyError as exc:
-            problems.append(Problem(doc.where(("measure", i, kind), key=True), exc.args[0]))
-            continue
-        prefix: Path = ("measure", i, kind)
-        if raw_options is None:
-            raw_options = {}
-        if not isinstance(raw_options, dict):
-            problems.append(
-                Problem(doc.where(prefix), f"{kind}: options are a mapping {{key: value}}")
-            )
-            continue
-        try:
-            options = plugin.Options.model_validate(raw_options)
-        except ValidationError as exc:
-            problems += _problems(exc, doc, plugin.Options, prefix=prefix)
-            continue
-        for path, message in plugin.check(options, plan):
-            problems.append(Problem(doc.where((*prefix, *path)), f"{kind}: {message}"))
-        name = options.name or plugin.name
-        if name in names:
-            if options.name:
-                problems.append(
-                    Problem(
-                        doc.where((*prefix, "name")), f"measurement name {name!r} is used twice"
-                    )
-                )
-                continue
-            name = next(f"{name}-{n}" for n in itertools.count(2) if f"{name}-{n}" not in names)
-        names.add(name)
-        steps.append(MeasureStep(name, plugin.name, plugin, options, plugin.timeout(options)))
-    if problems:
-        raise SpecError(problems)
-    return steps

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from netrig import routing
 from netrig.model import yamlmarks
+from netrig.model.catalog import Catalog, RoutingTraits
 from netrig.model.models import LabSpec, Link, LinkAttrs, Node
 from netrig.model.topology import generate
 
@@ -58,7 +58,8 @@ class LabGraph:
     spec: LabSpec
     nodes: dict[str, Node]
     links: list[GraphLink]
-    protocol: routing.RoutingProtocol
+    protocol: RoutingTraits
+    catalog: Catalog
     doc: yamlmarks.MarkedDoc | None = None
     node_paths: dict[str, tuple[str | int, ...]] = field(default_factory=dict)
 
@@ -66,37 +67,61 @@ class LabGraph:
         return self.doc.where(path) if self.doc else "<spec>"
 
 
-def load_file(path: str) -> LabGraph:
+def load_file(path: str, catalog: Catalog) -> LabGraph:
     try:
         doc = yamlmarks.load_file(path)
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_doc(doc)
+    return load_doc(doc, catalog)
 
 
-def load_text(text: str, file: str = "<string>") -> LabGraph:
-    return load_doc(yamlmarks.load(text, file))
+def load_text(text: str, file: str, catalog: Catalog) -> LabGraph:
+    return load_doc(yamlmarks.load(text, file), catalog)
 
 
-def load_doc(doc: yamlmarks.MarkedDoc) -> LabGraph:
+def load_doc(doc: yamlmarks.MarkedDoc, catalog: Catalog) -> LabGraph:
     if not isinstance(doc.data, dict):
         raise SpecError([Problem(doc.where(()), "a lab file is a mapping (name:, topology:, …)")])
     try:
         spec = LabSpec.model_validate(doc.data)
     except ValidationError as exc:
         raise SpecError(_problems(exc, doc, LabSpec)) from None
-    protocol = _make_protocol(spec, doc)
-    return expand(spec, protocol, doc)
+    _check_firewall_engines(spec, doc, catalog)
+    protocol = _make_protocol(spec, doc, catalog)
+    return merge_graph(spec, protocol, doc, catalog)
 
 
-def from_spec(spec: LabSpec) -> LabGraph:
+def from_spec(spec: LabSpec, catalog: Catalog) -> LabGraph:
     """For labs built in code (Python API) rather than from a file."""
-    return expand(spec, _make_protocol(spec, None), None)
+    _check_firewall_engines(spec, None, catalog)
+    return merge_graph(spec, _make_protocol(spec, None, catalog), None, catalog)
 
 
-def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.RoutingProtocol:
+def _check_firewall_engines(
+    spec: LabSpec, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
+) -> None:
+    known = catalog.firewall.load()
+    problems = []
+    for i, node in enumerate(spec.nodes):
+        if node.firewall is not None and node.firewall.engine not in known:
+            engine = node.firewall.engine
+            where = doc.where(("nodes", i, "firewall", "engine")) if doc else "<spec>"
+            hint = _did_you_mean(engine, known)
+            problems.append(
+                Problem(
+                    where,
+                    f"unknown firewall engine {engine!r}{hint}; known: {', '.join(sorted(known))}",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+
+
+def _make_protocol(
+    spec: LabSpec, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
+) -> RoutingTraits:
     where = doc.where if doc else (lambda path, key=False: "<spec>")
-    protocols = routing.load_plugins()
+    protocols = catalog.routing.load()
     name = spec.routing.protocol
     if name not in protocols:
         hint = _did_you_mean(name, protocols)
@@ -110,13 +135,13 @@ def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.Ro
             ]
         )
     try:
-        proto = routing.make(name, spec.routing.options())
+        cls = protocols[name]
+        proto: RoutingTraits = cls(cls.Options.model_validate(spec.routing.options()))
     except ValidationError as exc:
         if doc is None:
             raise SpecError([Problem("<spec>", str(exc))]) from None
         problems = _problems(exc, doc, protocols[name].Options, prefix=("routing",))
         raise SpecError(problems) from None
-    cls = type(proto)
     if (
         cls.addressing
         and "mode" in spec.addressing.model_fields_set
@@ -143,11 +168,11 @@ def _make_protocol(spec: LabSpec, doc: yamlmarks.MarkedDoc | None) -> routing.Ro
     return proto
 
 
-def expand(
-    spec: LabSpec, protocol: routing.RoutingProtocol, doc: yamlmarks.MarkedDoc | None
+def merge_graph(
+    spec: LabSpec, protocol: RoutingTraits, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
 ) -> LabGraph:
     """Merge the generated topology with explicit nodes and links; check references."""
-    graph = LabGraph(spec, {}, [], protocol, doc)
+    graph = LabGraph(spec, {}, [], protocol, catalog, doc)
     problems: list[Problem] = []
     index_of: dict[frozenset[str], int] = {}
     if spec.topology:

@@ -65,10 +65,3 @@ def parse_percent(text: str | int | float) -> float:
     if not 0 <= value <= 100:
         raise ValueError(f"{text!r}: a percentage is between 0 and 100")
     return value
-
-
-def format_rate(bits_per_second: float) -> str:
-    for unit, scale in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-        if bits_per_second >= scale:
-            return f"{bits_per_second / scale:.3g} {unit}"
-    return f"{bits_per_second:.0f} bit/s"

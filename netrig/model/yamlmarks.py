@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,10 @@ class MarkedDoc:
 
     data: Any
     file: str
-    value_marks: dict[Path, Mark]
-    key_marks: dict[Path, Mark]
+    value_marks: dict[KeyPath, Mark]
+    key_marks: dict[KeyPath, Mark]
 
-    def where(self, path: Path, *, key: bool = False) -> str:
+    def where(self, path: KeyPath, *, key: bool = False) -> str:
         """`file:line:col` of the deepest known prefix of path (the key itself if asked)."""
         marks = self.key_marks if key else self.value_marks
         for cut in range(len(path), -1, -1):
@@ -78,7 +78,7 @@ def _mark(node: yaml.Node) -> Mark:
 _constructor = yaml.SafeLoader("")
 
 
-def _convert(node: yaml.Node, path: Path, doc: MarkedDoc) -> Any:
+def _convert(node: yaml.Node, path: KeyPath, doc: MarkedDoc) -> Any:
     doc.value_marks[path] = _mark(node)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}

@@ -162,16 +162,24 @@ class LabPlan:
     def route_count(self) -> int:
         return sum(len(n.routes) for n in self.nodes.values())
 
-    def to_json(self, with_routes: bool = False) -> str:
+    def to_dict(self, with_routes: bool = True) -> dict[str, Any]:
+        """The plan as JSON-ready data; `from_dict` reads it back equal (lossless)."""
         data = asdict(self)
         if not with_routes:
             for node in data["nodes"].values():
                 node["routes"] = []
-        return json.dumps(data)
+        return data
+
+    def to_json(self, with_routes: bool = False) -> str:
+        return json.dumps(self.to_dict(with_routes))
 
     @classmethod
     def from_json(cls, text: str) -> LabPlan:
-        data = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LabPlan:
+        data = json.loads(json.dumps(data))  # a copy: the caller's data stays as it was
         nodes = {}
         for name, n in data["nodes"].items():
             n["ifaces"] = [IfacePlan(**i) for i in n["ifaces"]]

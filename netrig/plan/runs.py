@@ -14,12 +14,21 @@ Warm-up runs (`warmup: W`) come first for each point (sequential) or as the firs
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Collection, Mapping, Sequence
+import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from netrig.model.experiment import sweep_points
+
+__all__ = ["PlannedRun", "plan_runs", "point_key", "remaining", "sweep_points"]
+
 Order = Literal["sequential", "interleaved"]
+
+
+def point_key(point: Mapping[str, Any]) -> str:
+    """Canonical text of a sweep point, equal for equal points whatever their key order."""
+    return json.dumps(point, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -27,25 +36,6 @@ class PlannedRun:
     point: int  # index of the sweep point
     repetition: int  # 1-based, per point; warm-ups are counted separately
     warmup: bool = False
-
-
-def sweep_points(
-    vary: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """The sweep points of a `vary:`.
-
-    A mapping gives every combination of its values, the first parameter changing slowest;
-    a list of mappings gives exactly those points, in that order.
-
-    >>> sweep_points({"hops": [1, 5], "proto": ["tcp", "udp"]})[1]
-    {'hops': 1, 'proto': 'udp'}
-    >>> sweep_points([{"shape": "ring", "hops": 1}, {"shape": "chain", "hops": 2}])[1]
-    {'shape': 'chain', 'hops': 2}
-    """
-    if not isinstance(vary, Mapping):
-        return [dict(case) for case in vary]
-    names = list(vary)
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*vary.values())]
 
 
 def plan_runs(

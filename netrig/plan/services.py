@@ -1,35 +1,31 @@
 """The `services:` of each node, checked against the plan and carried into it.
 
 Each entry is `kind: {options}` (or a bare `kind`) naming a plugin of netrig.services. The
-plugin's options are validated, its references (backends) checked against the planned
-nodes and addresses, and its programs looked up on PATH, all before anything is created:
-a problem is a `file:line:col` message (exit 2), like any other mistake in the file.
+plugin's options are validated and its references (backends) checked against the planned
+nodes and addresses before anything is created: a problem is a `file:line:col` message
+(exit 2), like any other mistake in the file. (Its programs are the preflight's question.)
 """
 
 from __future__ import annotations
 
 import difflib
-import shutil
 from typing import Any
 
 from pydantic import ValidationError
 
 from netrig.model.load import LabGraph, Problem, SpecError, _problems
+from netrig.model.yamlmarks import KeyPath
 from netrig.plan.model import LabPlan, ServicePlan
-
-Path = tuple[str | int, ...]
 
 
 def plan_services(graph: LabGraph, plan: LabPlan) -> None:
     """Fill `plan.nodes[*].services`; SpecError with every problem found."""
     if not any(node.services for node in graph.nodes.values()):
         return
-    from netrig import services  # plugins are imported only by files that use them
-
-    registry = services.load_plugins()
+    registry = graph.catalog.services.load()  # plugins are imported only by files that use them
     problems: list[Problem] = []
 
-    def where(path: Path, key: bool = False) -> str:
+    def where(path: KeyPath, key: bool = False) -> str:
         return graph.doc.where(path, key=key) if graph.doc else "<spec>"
 
     for name, node in graph.nodes.items():
@@ -47,7 +43,7 @@ def plan_services(graph: LabGraph, plan: LabPlan) -> None:
                 )
                 continue
             kind, raw = parsed
-            path: Path = (*base, j) if isinstance(item, str) else (*base, j, kind)
+            path: KeyPath = (*base, j) if isinstance(item, str) else (*base, j, kind)
             if kind not in registry:
                 close = difflib.get_close_matches(kind, list(registry), n=1, cutoff=0.6)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -79,15 +75,6 @@ def plan_services(graph: LabGraph, plan: LabPlan) -> None:
             found = plugin.check(options, plan, name)
             for sub, message in found:
                 problems.append(Problem(where((*path, *sub)), f"{kind}: {message}"))
-            for program, package in plugin.tools(options).items():
-                if shutil.which(program) is None:
-                    problems.append(
-                        Problem(
-                            where(path, key=not isinstance(item, str)),
-                            f"service {kind} needs {program}, which is not installed; "
-                            f"install it with: apt-get install -y {package}",
-                        )
-                    )
             if found:
                 continue
             try:

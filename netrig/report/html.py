@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from netrig.base.scale import Scale, display_scale
 from netrig.report import verdicts
 from netrig.report.plots import PlotRequest, figure, png_bytes
-from netrig.report.units import Scale, display_scale
 from netrig.stats.stored import (
     Group,
     MetricRef,

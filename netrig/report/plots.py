@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from netrig.report.units import axis_label, display_scale
+from netrig.base.scale import axis_label, display_scale
 from netrig.stats.stored import (
     Group,
     MetricRef,

@@ -1,10 +1,9 @@
-"""Results: samples, the SQLite store they are kept in, and the host facts stored with them."""
+"""Results: the SQLite store of runs and their samples, and the host facts stored with them."""
 
-from netrig.results.hostfacts import collect_host_facts, tool_version
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.host.facts import collect_host_facts, tool_version
 from netrig.results.store import (
     SCHEMA_VERSION,
-    Experiment,
+    ExperimentRecord,
     ResultStore,
     Run,
     StoreError,
@@ -13,11 +12,9 @@ from netrig.results.store import (
 
 __all__ = [
     "SCHEMA_VERSION",
-    "Experiment",
-    "MeasurementFailed",
+    "ExperimentRecord",
     "ResultStore",
     "Run",
-    "Sample",
     "StoreError",
     "collect_host_facts",
     "point_key",

@@ -27,7 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
+from netrig.plan.runs import point_key
 
 RunStatus = Literal["ok", "failed", "interrupted"]
 ExperimentStatus = Literal["running", "ok", "failed", "interrupted"]
@@ -102,7 +103,7 @@ class StoreError(Exception):
 
 
 @dataclass(frozen=True)
-class Experiment:
+class ExperimentRecord:
     """One `netrig run` of one experiment file, with the facts of the host it ran on."""
 
     id: int
@@ -129,11 +130,6 @@ class Run:
     started: datetime | None
     ended: datetime | None
     duration: float | None
-
-
-def point_key(point: Mapping[str, Any]) -> str:
-    """Canonical text of a sweep point, equal for equal points whatever their key order."""
-    return json.dumps(point, sort_keys=True, separators=(",", ":"))
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -319,8 +315,8 @@ class ResultStore:
     # -- reading ----------------------------------------------------------------------------
 
     @staticmethod
-    def _experiment(row: sqlite3.Row) -> Experiment:
-        return Experiment(
+    def _experiment(row: sqlite3.Row) -> ExperimentRecord:
+        return ExperimentRecord(
             id=row["id"], name=row["name"], file_text=row["file_text"],
             file_hash=row["file_hash"], started=datetime.fromisoformat(row["started"]),
             ended=_from_iso(row["ended"]), status=row["status"],
@@ -336,12 +332,12 @@ class ResultStore:
             ended=_from_iso(row["ended"]), duration=row["duration"],
         )
 
-    def experiments(self) -> list[Experiment]:
+    def experiments(self) -> list[ExperimentRecord]:
         """All experiments, oldest first."""
         rows = self._db.execute("SELECT * FROM experiments ORDER BY id").fetchall()
         return [self._experiment(row) for row in rows]
 
-    def experiment(self, experiment_id: int) -> Experiment:
+    def experiment(self, experiment_id: int) -> ExperimentRecord:
         """The experiment with this id; StoreError if there is none."""
         row = self._db.execute(
             "SELECT * FROM experiments WHERE id = ?", (experiment_id,)
@@ -350,7 +346,7 @@ class ResultStore:
             raise StoreError(f"no experiment with id {experiment_id}")
         return self._experiment(row)
 
-    def find_experiment(self, id_or_name: int | str) -> Experiment | None:
+    def find_experiment(self, id_or_name: int | str) -> ExperimentRecord | None:
         """An experiment by id, or the newest one of that name.
 
         A string of digits is tried as an id first, then as a name; None if nothing matches.

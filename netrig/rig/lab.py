@@ -17,11 +17,10 @@ from netrig.firewall import _lab as firewall
 from netrig.lab import check, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_json
-from netrig.lab.runtime import LabRuntime
-from netrig.model import load as model_load
+from netrig.lab.runtime import LabRuntime, ServiceSupervision
 from netrig.model.models import LabSpec
-from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig.prepare import catalog, from_spec, plan_file, plan_lab
 from netrig.routing import RoutingProtocol
 
 
@@ -30,6 +29,7 @@ class Lab(LabRuntime):
 
     def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
         super().__init__(plan, ledger)
+        self.catalog = catalog()
         self.timings: BuildTimings | None = None
         self.check_result: check.CheckResult | None = None
         self._owner = False  # True when this object built the lab (and so removes it on exit)
@@ -39,18 +39,14 @@ class Lab(LabRuntime):
 
     @classmethod
     def from_file(cls, path: str) -> Lab:
-        plan = build_plan(model_load.load_file(path))
+        plan = plan_file(path)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
     @classmethod
     def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
         """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
-        if isinstance(spec, dict):
-            import yaml
-
-            return cls(build_plan(model_load.load_text(yaml.safe_dump(spec), "<dict>")))
-        return cls(build_plan(model_load.from_spec(spec)))
+        return cls(plan_lab(from_spec(spec)))
 
     @classmethod
     def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:
@@ -89,6 +85,10 @@ class Lab(LabRuntime):
             raise
         self.ledger.set_lab_state(self.name, "up")
         return self.timings
+
+    @property
+    def services(self) -> ServiceSupervision:
+        return services
 
     @property
     def protocol(self) -> RoutingProtocol:

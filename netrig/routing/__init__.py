@@ -10,30 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
-
-from netrig.registry import Registry
+from netrig.base.plugin import OptionsT, Plugin
+from netrig.base.registry import Registry
+from netrig.lab.daemons import Route, protocol_route
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import LabPlan, RoutePlan
 
 
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RoutingProtocol:
+class RoutingProtocol(Plugin[OptionsT]):
     """Base class: the defaults describe a protocol that installs nothing."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
-    Options: ClassVar[type[BaseModel]] = NoOptions
     addressing: ClassVar[str | None] = None  # forced addressing mode, None = the file's choice
     refuses_addressing: ClassVar[tuple[str, ...]] = ()
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
-    tools: ClassVar[tuple[str, ...]] = ()  # executables that must exist
     families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
     convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
     poll_interval: ClassVar[float] = 0.2
@@ -42,7 +34,7 @@ class RoutingProtocol:
     # route only when it changes its choice) gets them put back by netrig on `up`.
     restores_dropped_routes: ClassVar[bool] = True
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: OptionsT) -> None:
         self.options = options
 
     def sysctls(self) -> dict[str, str]:
@@ -57,6 +49,10 @@ class RoutingProtocol:
     def runs_daemons(cls) -> bool:
         """True for a protocol whose start() runs something (static routes are in at build)."""
         return cls.start is not RoutingProtocol.start
+
+    def is_ours(self, route: Route) -> bool:
+        """Whether a kernel route is this protocol's (what convergence waits for)."""
+        return protocol_route(route)
 
     def start(self, lab: Lab) -> None:
         """Start daemons once links and addresses exist."""
@@ -73,10 +69,10 @@ class RoutingProtocol:
         return ""
 
 
-_plugins: Registry[RoutingProtocol] = Registry("routing protocol", __name__)
-PROTOCOLS = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[RoutingProtocol[Any]] = Registry("routing protocol", __name__)
+PROTOCOLS = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:

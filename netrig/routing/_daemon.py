@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from netrig.lab.daemons import Reachability, Route, protocol_route, stop
+from netrig.base.plugin import OptionsT
+from netrig.lab.daemons import Reachability, stop
 from netrig.routing import RoutingProtocol
 
 if TYPE_CHECKING:
@@ -27,17 +28,14 @@ class DaemonOptions(BaseModel):
     )
 
 
-class DaemonProtocol(RoutingProtocol):
+class DaemonProtocol(RoutingProtocol[OptionsT]):
     """A protocol run by one daemon per node: subclasses start them (with `start` above)
     and say which kernel routes are theirs (`is_ours`); converged() is every node having
     such a route to every other node's address, held for the options' `settle` seconds."""
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: OptionsT) -> None:
         super().__init__(options)
         self.reach: Reachability | None = None
-
-    def is_ours(self, route: Route) -> bool:
-        return protocol_route(route)
 
     def watch(self, lab: Lab) -> Reachability:
         """The route watcher (made on first use: `down` from another process needs none)."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
+from netrig.base.plugin import OptionsT
 from netrig.lab import daemons
 from netrig.lab.build import LabError
 from netrig.routing._daemon import DaemonOptions, DaemonProtocol
@@ -58,14 +59,14 @@ class FrrOptions(DaemonOptions):
     )
 
 
-class FrrProtocol(DaemonProtocol):
+class FrrProtocol(DaemonProtocol[OptionsT]):
     """FRR protocol daemons (`daemons`, e.g. bgpd) beside zebra on every node."""
 
     daemons: ClassVar[tuple[str, ...]]
     rtprot: ClassVar[int]
     private_run = True
     refuses_addressing = ("shared-subnet",)
-    tools = ("vtysh",)
+    programs: ClassVar[dict[str, str]] = {"vtysh": "frr"}  # the daemons: in FRR_DIR
     convergence_timeout = 60.0
 
     @property

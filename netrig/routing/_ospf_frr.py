@@ -26,7 +26,7 @@ LSA_INTERVAL = 100  # ms between originations of one LSA (ospfd)
 LSA_MIN_ARRIVAL = 50  # ms between accepted copies of one LSA
 
 
-class FrrOspf(FrrProtocol):
+class FrrOspf(FrrProtocol["OspfOptions"]):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 (FRR ospfd, ospf6d), one area, link costs from the file"
     daemons = ("ospfd", "ospf6d")
@@ -34,7 +34,7 @@ class FrrOspf(FrrProtocol):
 
     @property
     def opts(self) -> OspfOptions:
-        return self.options  # type: ignore[return-value]  # ospf.Ospf checked it
+        return self.options
 
     def node_daemons(self, lab: Lab, node: str) -> list[str]:
         return [

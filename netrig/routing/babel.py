@@ -10,7 +10,7 @@ main table (proto babel), where `netrig trace` reads them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -47,12 +47,12 @@ class BabelOptions(DaemonOptions):
 
 
 @register
-class Babel(DaemonProtocol):
+class Babel(DaemonProtocol[BabelOptions]):
     name = "babel"
     summary = "Babel distance-vector routing (babeld), IPv4 and IPv6"
     Options = BabelOptions
     refuses_addressing = ("shared-subnet",)
-    tools = ("babeld",)
+    programs: ClassVar[dict[str, str]] = {"babeld": "babeld"}
     convergence_timeout = 60.0
 
     @property

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import TYPE_CHECKING, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from netrig.host.features import has_feature
 from netrig.lab import daemons
 from netrig.lab.build import LabError
+from netrig.lab.runtime import LabRuntime as Lab
 from netrig.routing import register
 from netrig.routing._daemon import DaemonOptions, DaemonProtocol
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
 
 MESH_IF = "bat0"
 
@@ -52,13 +51,13 @@ class BatmanOptions(DaemonOptions):
 
 
 @register
-class Batman(DaemonProtocol):
+class Batman(DaemonProtocol[BatmanOptions]):
     name = "batman"
     summary = "B.A.T.M.A.N. mesh: batmand (userspace) or batman-adv (kernel), one shared subnet"
     Options = BatmanOptions
     addressing = "shared-subnet"
     private_run = True
-    tools = ("batmand",)
+    programs: ClassVar[dict[str, str]] = {"batmand": "batmand"}
     families = (4,)
     convergence_timeout = 60.0
     poll_interval = 0.25
@@ -78,7 +77,6 @@ class Batman(DaemonProtocol):
         chosen = self.opts.implementation
         if chosen != "auto":
             return chosen
-        from netrig.doctor import has_feature
 
         return "batman-adv" if has_feature("batman-adv") else "batmand"
 

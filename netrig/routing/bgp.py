@@ -3,7 +3,8 @@
 Every node is its own private AS (4200000000 + its index), or with `asn: per-tier` the
 spines and cores of a fabric (nodes named s1…, c1…, as the clos and fat-tree topologies
 name them) share one AS, as RFC 7938 does, so a path never goes down and up the spine
-layer twice. Sessions run on the interfaces ("BGP unnumbered": IPv6 link-local peers,
+layer twice (they accept routes their AS originated, so spines still reach each other's
+loopbacks). Sessions run on the interfaces ("BGP unnumbered": IPv6 link-local peers,
 IPv4 routes over IPv6 next hops, RFC 8950), one per link, or with `unnumbered: false` on
 the link addresses (one session per family). Each node advertises its connected networks
 (loopbacks and links); equal paths through different ASes are all installed
@@ -54,7 +55,7 @@ class BgpOptions(FrrOptions):
 
 
 @register
-class Bgp(FrrProtocol):
+class Bgp(FrrProtocol[BgpOptions]):
     name = "bgp"
     summary = "eBGP (FRR), a private AS per node or per tier, unnumbered sessions, ECMP"
     Options = BgpOptions
@@ -75,6 +76,9 @@ class Bgp(FrrProtocol):
         o = self.opts
         plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
+        # nodes of a shared AS take routes that their AS originated (the other spines'
+        # loopbacks), not routes that only passed through it
+        shared = self.asn(lab, node) < ASN_BASE + 100
         out = [
             f"router bgp {self.asn(lab, node)}",
             f" bgp router-id {router_id(lab, node)}",
@@ -106,6 +110,7 @@ class Bgp(FrrProtocol):
                 "  redistribute connected",
                 f"  maximum-paths {o.maximum_paths}",
                 "  neighbor fabric activate",
+                *(["  neighbor fabric allowas-in origin"] if shared else []),
             ]
             if not o.unnumbered:  # a session of one family carries only that family
                 other = peers[10 - family]

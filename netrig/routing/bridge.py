@@ -18,7 +18,7 @@ class BridgeOptions(BaseModel):
 
 
 @register
-class Bridge(RoutingProtocol):
+class Bridge(RoutingProtocol[BridgeOptions]):
     name = "bridge"
     summary = "every node is a learning bridge (br0) holding its address; STP where loops exist"
     Options = BridgeOptions

@@ -22,7 +22,7 @@ class EcmpOptions(BaseModel):
 
 
 @register
-class Ecmp(RoutingProtocol):
+class Ecmp(RoutingProtocol[EcmpOptions]):
     name = "ecmp"
     summary = "shortest paths with all equal-cost next hops (multipath routes)"
     Options = EcmpOptions

@@ -38,7 +38,7 @@ class IsisOptions(FrrOptions):
 
 
 @register
-class Isis(FrrProtocol):
+class Isis(FrrProtocol[IsisOptions]):
     name = "isis"
     summary = "IS-IS level 2 (FRR), point-to-point links, link costs from the file"
     Options = IsisOptions

@@ -15,9 +15,9 @@ see netrig.routing._ospf_frr.
 from __future__ import annotations
 
 from ipaddress import IPv4Address
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from netrig.lab import daemons
 from netrig.routing import register
@@ -57,15 +57,15 @@ class OspfOptions(FrrOptions):
 
 
 @register
-class Ospf(DaemonProtocol):
+class Ospf(DaemonProtocol[OspfOptions]):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 link-state routing (BIRD 2), one area, link costs from the file"
     Options = OspfOptions
     refuses_addressing = ("shared-subnet",)
-    tools = ("bird",)
+    programs: ClassVar[dict[str, str]] = {"bird": "bird2"}
     convergence_timeout = 60.0
 
-    def __new__(cls, options: BaseModel) -> Ospf:
+    def __new__(cls, options: OspfOptions) -> Ospf:
         """`daemon: frr` makes this plugin FRR's OSPF (same name, same options)."""
         if cls is Ospf and getattr(options, "daemon", "bird") == "frr":
             from netrig.routing._ospf_frr import FrrOspf

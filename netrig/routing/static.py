@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from netrig.base.plugin import NoOptions
 from netrig.plan.model import LabPlan, RoutePlan
 from netrig.plan.routes import compute_routes
 from netrig.routing import RoutingProtocol, register
 
 
 @register
-class Static(RoutingProtocol):
+class Static(RoutingProtocol[NoOptions]):
     name = "static"
     summary = "shortest-path routes to every loopback and subnet (one next hop)"
     refuses_addressing = ("shared-subnet",)

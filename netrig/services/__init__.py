@@ -23,19 +23,22 @@ import os
 import time
 from collections.abc import Callable
 from ipaddress import IPv4Network, ip_interface
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from netrig.base.plugin import Plugin
+from netrig.base.registry import Registry
+from netrig.lab import daemons
 from netrig.lab.build import LabError
+from netrig.lab.ledger import process_alive
+from netrig.lab.procs import listening_ports
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.lab.runtime import log_tail
 from netrig.model.models import NodeName
-from netrig.registry import Registry
+from netrig.model.yamlmarks import KeyPath
+from netrig.plan.model import LabPlan, ServicePlan
 
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan, ServicePlan
-
-Path = tuple[str | int, ...]
 READY_TIMEOUT = 10.0  # seconds a daemon may take to listen
 READY_POLL = 0.02
 
@@ -57,58 +60,58 @@ class BalancerOptions(ServiceOptions):
     )
 
 
-class Service:
+ServiceOptionsT = TypeVar("ServiceOptionsT", bound=ServiceOptions)
+
+
+class Service(Plugin[ServiceOptionsT]):
     """Base class of a service plugin; stateless, options are passed to every call."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str] = ""
     Options: ClassVar[type[ServiceOptions]] = ServiceOptions
 
-    def tools(self, options: Any) -> dict[str, str]:
-        """Programs it runs → the Debian package that provides each."""
-        return {}
+    def tools(self, options: ServiceOptionsT) -> dict[str, str]:
+        """Programs these options run → the Debian package of each (of `programs`)."""
+        return dict(self.programs)
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: ServiceOptionsT, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         """Problems of the options against the plan: (path inside the options, message)."""
         if isinstance(options, BalancerOptions):
             return backend_problems(plan, node, options.backends)
         return []
 
     def address(
-        self, options: Any, plan: LabPlan, node: str, pool: IPv4Network | None
+        self, options: ServiceOptionsT, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
         """The address clients connect to when it is not the node's own (a VIP); a
         ValueError says why there is none to be had (reported at the service's line)."""
         return None
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
+    def start(self, lab: Lab, node: str, options: ServiceOptionsT) -> None:
         """Write the config and start the daemon (with `daemons.start`)."""
         raise NotImplementedError
 
-    def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
+    def ready(self, lab: Lab, node: str, options: ServiceOptionsT, pid: int) -> bool:
         """True once the daemon serves: by default, it listens on its port."""
-        from netrig.measure import listening_ports
 
         return options.port in listening_ports(pid)
 
 
-_plugins: Registry[Service] = Registry("service", __name__)
-SERVICES = _plugins.classes
-register = _plugins.register
-load_plugins = _plugins.load
+registry: Registry[Service[Any]] = Registry("service", __name__)
+SERVICES = registry.classes
+register = registry.register
+load_plugins = registry.load
 
 
 def get(name: str) -> Service:
-    return _plugins.lookup(name)()
+    return registry.lookup(name)()
 
 
 # ------------------------------------------------------------------ helpers for plugins
 
 
-def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[Path, str]]:
+def backend_problems(plan: LabPlan, node: str, backends: list[str]) -> list[tuple[KeyPath, str]]:
     """Backends that are not hosts of the plan, or the balancer itself."""
     hosts = [n.name for n in plan.hosts()]
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[KeyPath, str]] = []
     for i, name in enumerate(backends):
         if name == node:
             problems.append((("backends", i), f"{node} cannot be its own backend"))
@@ -172,7 +175,6 @@ def start_all(lab: Lab, say: Callable[[str], None] = lambda _m: None) -> None:
 
 def _wait_ready(lab: Lab, started: list[tuple[str, str]]) -> None:
     """Until each (node, kind) serves; LabError with the log tail of one that exited."""
-    from netrig.lab import daemons
 
     waiting = []
     for node, kind in started:
@@ -200,8 +202,6 @@ def exited(lab: Lab) -> list[tuple[str, str]]:
     """(node, kind) of the lab's services that crashed: recorded, and not running. One
     stopped on purpose (`netrig node LAB NODE stop`, a fault timeline) has no record left,
     so it is neither reported nor started again behind the user's back."""
-    from netrig.lab import daemons
-    from netrig.lab.ledger import process_alive
 
     out = []
     for node in sorted({node for node, _svc in planned(lab)}):
@@ -222,7 +222,6 @@ def revive(lab: Lab) -> list[str]:
 
     A measurement calls this first, so one crash fails the run it happened in, not every
     later run on the same lab. The restart is noted in the service's log."""
-    from netrig.lab import daemons
 
     dead = exited(lab)
     for node, kind in dead:
@@ -241,7 +240,6 @@ def revive(lab: Lab) -> list[str]:
 def restart(lab: Lab, node: str) -> list[str]:
     """Stop NODE's services by PID and start them again as before (after a failed run: a
     balancer wedged by an overload must not fail every later run on the same lab)."""
-    from netrig.lab import daemons
 
     kinds = {s.kind for s in lab.plan.node(node).services}
     ours = [o for o in daemons.processes(lab, node) if daemons.daemon_name(lab, o) in kinds]
@@ -264,7 +262,6 @@ def exit_report(lab: Lab, lines: int = 10) -> str:
 
 
 def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
-    from netrig.lab.runtime import log_tail
 
     tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines)
     return f"{node}/{kind} exited; last lines of its log:\n{tail.rstrip()}\n"
@@ -272,7 +269,6 @@ def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
 
 def stop_all(lab: Lab) -> list[str]:
     """End the services' daemons gently, by PID (`node/kind` of those that were running)."""
-    from netrig.lab import daemons
 
     stopped = []
     for node in sorted({node for node, _svc in planned(lab)}):

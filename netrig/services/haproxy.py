@@ -8,7 +8,7 @@ compares single-core balancers; the config is `<node dir>/haproxy.cfg`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
@@ -27,13 +27,12 @@ class HaproxyOptions(BalancerOptions):
 
 
 @register
-class Haproxy(Service):
+class Haproxy(Service[HaproxyOptions]):
     name = "haproxy"
     summary = "haproxy HTTP load balancer"
     Options = HaproxyOptions
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"haproxy": "haproxy"}
+    programs: ClassVar[dict[str, str]] = {"haproxy": "haproxy"}
 
     def config(self, lab: Lab, node: str, o: HaproxyOptions) -> str:
         servers = "\n".join(
@@ -57,6 +56,6 @@ backend servers
 {servers}
 """
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
+    def start(self, lab: Lab, node: str, options: HaproxyOptions) -> None:
         conf = daemons.write_file(lab, node, "haproxy.cfg", self.config(lab, node, options))
         daemons.start(lab, node, "haproxy", ["haproxy", "-db", "-f", conf])

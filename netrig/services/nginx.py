@@ -12,12 +12,12 @@ balancer shootout compares single-core balancers.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from netrig.lab import daemons
-from netrig.services import BalancerOptions, Path, Service, backend_address, register
+from netrig.services import BalancerOptions, KeyPath, Service, backend_address, register
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -61,15 +61,14 @@ class NginxOptions(BalancerOptions):
 
 
 @register
-class Nginx(Service):
+class Nginx(Service[NginxOptions]):
     name = "nginx"
     summary = "nginx web server of fixed-size files, or reverse-proxy load balancer"
     Options = NginxOptions
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"nginx": "nginx"}  # the program (nginx-light adds only a module)
+    programs: ClassVar[dict[str, str]] = {"nginx": "nginx"}  # the program (nginx-light adds only a module)
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
+    def check(self, options: NginxOptions, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
         return super().check(options, plan, node) if options.backends else []
 
     def config(self, lab: Lab, node: str, o: NginxOptions) -> str:
@@ -122,8 +121,8 @@ http {{
 }}
 """
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
-        o: NginxOptions = options
+    def start(self, lab: Lab, node: str, options: NginxOptions) -> None:
+        o = options
         where = lab.node_dir(node)
         os.makedirs(os.path.join(where, "tmp"), exist_ok=True)
         www = os.path.join(where, "www")

@@ -28,23 +28,23 @@ import fcntl
 import socket
 import struct
 from ipaddress import IPv4Address, IPv4Network, ip_address, ip_interface, ip_network
-from typing import TYPE_CHECKING, Any
+from typing import ClassVar
 
 from pydantic import Field
 
 from netrig.lab import daemons, netns, nlwire
+from netrig.lab.build import LabError
+from netrig.lab.procs import socket_inodes
+from netrig.lab.runtime import LabRuntime as Lab
+from netrig.plan.model import LabPlan
 from netrig.services import (
     BalancerOptions,
-    Path,
+    KeyPath,
     Service,
     backend_address,
     register,
     shared_address,
 )
-
-if TYPE_CHECKING:
-    from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.plan.model import LabPlan
 
 SIOCETHTOOL, ETHTOOL_STXCSUM = 0x8946, 0x17
 PROBE_TIMEOUT = 0.3  # seconds for one connection through the VIP during start-up
@@ -57,16 +57,15 @@ class PenOptions(BalancerOptions):
 
 
 @register
-class Pen(Service):
+class Pen(Service[PenOptions]):
     name = "pen"
     summary = "pen TCP load balancer, proxy or direct server return (DSR)"
     Options = PenOptions
 
-    def tools(self, options: Any) -> dict[str, str]:
-        return {"pen": "pen"}
+    programs: ClassVar[dict[str, str]] = {"pen": "pen"}
 
-    def check(self, options: Any, plan: LabPlan, node: str) -> list[tuple[Path, str]]:
-        o: PenOptions = options
+    def check(self, options: PenOptions, plan: LabPlan, node: str) -> list[tuple[KeyPath, str]]:
+        o = options
         problems = super().check(o, plan, node)
         if problems or not o.dsr:
             if o.vip is not None and not o.dsr:
@@ -86,9 +85,9 @@ class Pen(Service):
         return problems
 
     def address(
-        self, options: Any, plan: LabPlan, node: str, pool: IPv4Network | None
+        self, options: PenOptions, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
-        o: PenOptions = options
+        o = options
         if not o.dsr:
             return None
         if o.vip is not None:
@@ -113,12 +112,11 @@ class Pen(Service):
             f"{backend_address(lab.plan, node, b)}:{o.backend_port}" for b in o.backends
         ]
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
-        o: PenOptions = options
+    def start(self, lab: Lab, node: str, options: PenOptions) -> None:
+        o = options
         vip = _vip(lab, node)
         if o.dsr:
             if vip is None:
-                from netrig.lab.build import LabError
 
                 raise LabError(f"{node}/pen: dsr needs an IPv4 VIP; set `vip:`")
             _prepare_dsr(lab, node, o, vip)
@@ -127,8 +125,8 @@ class Pen(Service):
         argv = ["env", "-C", lab.node_dir(node), *self.argv(lab, node, o, vip)]
         daemons.start(lab, node, "pen", argv)
 
-    def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
-        o: PenOptions = options
+    def ready(self, lab: Lab, node: str, options: PenOptions, pid: int) -> bool:
+        o = options
         if not o.dsr:
             return super().ready(lab, node, o, pid)
         if not _has_packet_socket(pid):
@@ -209,7 +207,6 @@ def _send(request: nlwire.Request) -> None:
         errors = sock.send_batch([request])
     real = [e for e in errors if "exist" not in str(e).lower()]
     if real:
-        from netrig.lab.build import LabError
 
         raise LabError(f"{request.what}: {real[0]}")
 
@@ -231,7 +228,6 @@ def _next_hop(plan: LabPlan, host: str, node: str) -> tuple[str, int] | None:
 
 
 def _has_packet_socket(pid: int) -> bool:
-    from netrig.measure import socket_inodes
 
     mine = socket_inodes(pid)
     try:

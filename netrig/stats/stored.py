@@ -26,8 +26,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from netrig.results.sample import Sample
-from netrig.results.store import Experiment, ResultStore, Run, point_key
+from netrig.base.sample import Sample
+from netrig.plan.runs import point_key
+from netrig.results.store import ExperimentRecord, ResultStore, Run
+from netrig.results.summary import headline_metrics
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -141,7 +143,7 @@ class MetricRef:
 class StoredExperiment:
     """An experiment and all its runs, read from the store once."""
 
-    experiment: Experiment
+    experiment: ExperimentRecord
     runs: list[StoredRun]
     params: list[str] = field(default_factory=list)  # sweep parameters, in order of appearance
 
@@ -182,7 +184,7 @@ class StoredExperiment:
                 )
 
 
-def find(store: ResultStore, ref: str | int) -> Experiment:
+def find(store: ResultStore, ref: str | int) -> ExperimentRecord:
     """An experiment by id or name (the newest of that name), or SelectionError listing names."""
     found = store.find_experiment(ref)
     if found is None:
@@ -207,7 +209,6 @@ def load(store: ResultStore, ref: str | int) -> StoredExperiment:
 
 def headline(measurement: str) -> tuple[str, ...] | None:
     """The metrics a measurement plugin shows by default (None: all of them)."""
-    from netrig.experiment.summary import headline_metrics
 
     return headline_metrics(measurement)
 

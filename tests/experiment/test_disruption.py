@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from netrig.base.sample import Sample
 from netrig.experiment.disruption import Applied, derive
-from netrig.results.sample import Sample
 
 PERIOD = 0.01
 
@@ -120,7 +120,7 @@ def test_no_event_applied_derives_nothing() -> None:
 
 
 def test_the_summary_shows_what_the_events_did_not_when_they_happened() -> None:
-    from netrig.experiment.summary import headline_metrics
+    from netrig.results.summary import headline_metrics
 
     shown = headline_metrics("events")
     assert shown is not None and "outage" in shown and "throughput_after" in shown

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from netrig.experiment import load_experiment, run_experiment
+from netrig.experiment.runner import run_experiment
 from netrig.lab import netns
 from netrig.lab.build import LabError
-from netrig.model.experiment import load_experiment_text
+from netrig.model.load import SpecError
 from netrig.results.store import ResultStore
+from netrig.rig.prepare import load_experiment, load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
 
 pytestmark = [requires_root, pytest.mark.root]
@@ -199,16 +200,13 @@ def test_a_server_that_does_not_exist_fails_validation_with_file_line(
 def test_a_missing_tool_is_refused_before_anything_exists(
     tmp_path: Path, lab_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exp = load_experiment_text(
-        f"name: {lab_name}\ntopology: {{kind: pair}}\nmeasure: [{{ping: {{all_pairs: true}}}}]\n"
-    )
     monkeypatch.setenv("PATH", str(tmp_path))
-    with ResultStore(tmp_path / "r.db") as store:
-        with pytest.raises(
-            LabError, match="fping is not installed; install it with: apt-get install fping"
-        ):
-            run_experiment(exp, store)
-        assert store.experiments() == []
+    with pytest.raises(
+        SpecError, match="fping is not installed; install it with: apt-get install fping"
+    ):
+        load_experiment_text(
+            f"name: {lab_name}\ntopology: {{kind: pair}}\nmeasure: [{{ping: {{all_pairs: true}}}}]\n"
+        )
     assert namespaces_of(lab_name) == []
 
 

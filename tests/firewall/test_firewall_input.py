@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed
 from netrig.firewall import FirewallPlan
 from netrig.firewall.iptables import ruleset as iptables_ruleset
 from netrig.firewall.nftables import ruleset as nft_ruleset
 from netrig.lab import netns
 from netrig.measure.stage_latency import percentile, samples
-from netrig.results.sample import MeasurementFailed
 from tests.conftest import netrig_cli, new_lab_name, requires_root
 
 LAB = """\

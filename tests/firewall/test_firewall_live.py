@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from netrig import firewall, measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.firewall import xdp
 from netrig.lab import netns
 from netrig.lab.teardown import pids_in_namespaces
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 from tests.conftest import requires_root
 
@@ -137,10 +137,10 @@ def test_a_killed_receiver_leaves_nothing_the_next_one_cannot_undo(
 ) -> None:
     """SIGKILL skips the receiver's restore; the next measurement removes the leftover and
     puts the XDP firewall back (the kernel emptied the leftover's program array)."""
-    from netrig.native import build
+    from netrig.native import compile as native_compile
 
     lab = make_lab(pair({"engine": "xdp", "filler_rules": 3}))
-    argv = [build.helper(), "stamp-recv", "eth0", "9000", "10", build.bpf_object("xdp_stamp")]
+    argv = [native_compile.helper(), "stamp-recv", "eth0", "9000", "10", native_compile.bpf_object("xdp_stamp")]
     rx = lab.popen("n2", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
     rx.kill()

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed
 from netrig.measure.parse_fping import FpingResult, parse_fping
-from netrig.results.sample import MeasurementFailed
 
 Recorded = Callable[[str, str], tuple[str, str]]
 

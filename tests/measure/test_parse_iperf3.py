@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure.parse_iperf3 import Iperf3Result, parse_iperf3
-from netrig.results.sample import MeasurementFailed, Sample
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "iperf3"
 ALL = sorted(path.stem for path in DATA.glob("*.cmd"))

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed
 from netrig.measure.parse_ping import PingResult, parse_ping
-from netrig.results.sample import MeasurementFailed
 
 Recorded = Callable[[str, str], tuple[str, str]]
 

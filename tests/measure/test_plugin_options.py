@@ -8,9 +8,9 @@ from pydantic import ValidationError
 from netrig import measure
 from netrig.measure.command import parse_metrics
 from netrig.measure.iperf3 import Iperf3Options, alias_pairs, client_argv
-from netrig.model.load import load_text
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig.prepare import load_text
 
 
 def plan(text: str) -> LabPlan:
@@ -194,8 +194,8 @@ def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # typ
 
 
 def test_per_alias_fails_when_a_stream_did_not_end(recorded) -> None:  # type: ignore[no-untyped-def]
+    from netrig.base.sample import MeasurementFailed
     from netrig.measure.iperf3 import _alias_samples
-    from netrig.results.sample import MeasurementFailed
 
     stdout, _ = recorded("iperf3", "tcp")
     refused, _ = recorded("iperf3", "error-refused")

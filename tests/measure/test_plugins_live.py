@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from netrig import measure
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.lab.teardown import pids_in_namespaces
 from netrig.measure import Text
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.rig import Lab
 from tests.conftest import new_lab_name, requires_root, requires_tool
 

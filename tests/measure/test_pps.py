@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from netrig import measure
+from netrig.base.sample import MeasurementFailed
 from netrig.measure.parse_pps import (
     netdev_counters,
     parse_netrig_gen,
@@ -27,9 +28,8 @@ from netrig.measure.pps import (
     trafgen_argv,
     trafgen_config,
 )
-from netrig.model.load import load_text
-from netrig.plan.build import build_plan
-from netrig.results.sample import MeasurementFailed
+from netrig.plan.lab import build_plan
+from netrig.rig.prepare import load_text
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pps"
 DIAMOND = build_plan(

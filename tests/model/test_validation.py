@@ -6,14 +6,15 @@ import textwrap
 
 import pytest
 
-from netrig.model.load import SpecError, load_text
+from netrig.model.load import SpecError
 from netrig.model.yamlmarks import YamlSyntaxError
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
+from netrig.rig.prepare import load_text, plan_lab
 
 
 def problems(text: str) -> list[str]:
     with pytest.raises(SpecError) as info:
-        build_plan(load_text(textwrap.dedent(text), "lab.yaml"))
+        plan_lab(load_text(textwrap.dedent(text), "lab.yaml"))
     return [str(p) for p in info.value.problems]
 
 
@@ -139,7 +140,7 @@ def test_unknown_protocol_and_option() -> None:
 
 
 def test_netem_refused_where_kernel_lacks_it() -> None:
-    from netrig.doctor import features
+    from netrig.host import features
 
     if features.has_feature("netem"):
         pytest.skip("this kernel has netem")

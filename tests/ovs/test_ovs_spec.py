@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from netrig.lab import netns
-from netrig.model.load import SpecError, load_text
-from netrig.plan.build import build_plan
+from netrig.model.load import SpecError
 from netrig.plan.model import LabPlan
+from netrig.rig.prepare import load_text, plan_lab
 from tests.conftest import netrig_cli, new_lab_name
 
 HAS_OVS = shutil.which("ovs-vswitchd") is not None and shutil.which("ovsdb-server") is not None
@@ -28,7 +28,7 @@ nodes:
 
 def problems(text: str) -> str:
     with pytest.raises(SpecError) as info:
-        build_plan(load_text(textwrap.dedent(text), "lab.yaml"))
+        plan_lab(load_text(textwrap.dedent(text), "lab.yaml"))
     return str(info.value)
 
 
@@ -78,7 +78,7 @@ def test_dpid_unique_per_lab() -> None:
 @requires_ovs
 def test_plan_carries_ovs_and_no_linux_bridge() -> None:
     text = STAR % ', dpid: "00000000000000Aa", stp: true, controller: "tcp:127.0.0.1:6633"'
-    plan = build_plan(load_text(text, "lab.yaml"))
+    plan = plan_lab(load_text(text, "lab.yaml"))
     n1 = plan.node("n1")
     assert n1.bridge is None and n1.ovs is not None
     assert (n1.ovs.dpid, n1.ovs.stp, n1.ovs.controller) == ("00000000000000aa", True,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ipaddress import ip_interface, ip_network
 
-from netrig.model.load import load_text
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
+from netrig.rig.prepare import load_text
 
 
 def plan_of(text: str):  # type: ignore[no-untyped-def]

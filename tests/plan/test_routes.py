@@ -11,9 +11,9 @@ from ipaddress import ip_address, ip_network
 
 import pytest
 
-from netrig.model.load import load_text
-from netrig.plan.build import build_plan
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig.prepare import load_text
 
 
 def plan_of(kind: str, protocol: str, **size: int) -> LabPlan:

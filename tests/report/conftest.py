@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from shootout_data import HOST, record_shootout
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
 from netrig.results.store import ResultStore
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
 from netrig.results.store import ResultStore
 
 CONCURRENCY = [1, 10, 100, 1000]

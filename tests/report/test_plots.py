@@ -14,9 +14,9 @@ import pytest
 from matplotlib.colors import to_hex
 from shootout_data import CONCURRENCY, base_rate
 
+from netrig.base.sample import Sample
+from netrig.base.scale import display_scale
 from netrig.report.plots import FAILED_COLOR, FAILED_GID, PlotRequest, figure, save
-from netrig.report.units import display_scale
-from netrig.results.sample import Sample
 from netrig.results.store import ResultStore
 from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from netrig.base.sample import Sample
 from netrig.measure.parse_iperf3 import parse_iperf3
-from netrig.results.sample import Sample
 from netrig.results.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -194,7 +194,7 @@ def test_a_killed_process_leaves_no_half_run(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import os
         from netrig.results.store import ResultStore
-        from netrig.results.sample import Sample
+        from netrig.base.sample import Sample
         store = ResultStore({str(path)!r})
         eid = store.begin_experiment("e", "f", {{}})
         store.record_run(eid, {{"n": 1}}, 0, "ok", {{"m": [Sample("kept", 1, "")]}})

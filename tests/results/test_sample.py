@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from netrig.results.sample import MeasurementFailed, Sample
+from netrig.base.sample import MeasurementFailed, Sample
 
 
 def test_numbers_become_floats() -> None:

@@ -12,12 +12,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from netrig.experiment import load_experiment
-from netrig.lab import faults
-from netrig.lab.build import BadInput
-from netrig.model.load import SpecError, load_text
-from netrig.plan.build import build_plan
+from netrig.model.load import SpecError
+from netrig.plan import events as plan_events
+from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan, UnknownName
+from netrig.rig.prepare import load_experiment, load_text
 from netrig.routing import make
 from netrig.routing.babel import Babel
 from netrig.routing.batman import Batman
@@ -171,24 +170,24 @@ def test_babel_config_lists_interfaces_with_costs_and_keeps_files_in_the_node_di
 
 def test_find_link_either_way_round_and_names_the_nodes_when_missing() -> None:
     plan = plan_of({"topology": {"kind": "ring", "nodes": 5}})
-    assert faults.find_link(plan, "n3", "n2") is faults.find_link(plan, "n2", "n3")
-    with pytest.raises(BadInput, match=r"no link between n1 and n3 \(n1 is linked to n2, n5\)"):
-        faults.find_link(plan, "n1", "n3")
+    assert plan_events.find_link(plan, "n3", "n2") is plan_events.find_link(plan, "n2", "n3")
+    with pytest.raises(UnknownName, match=r"no link between n1 and n3 \(n1 is linked to n2, n5\)"):
+        plan_events.find_link(plan, "n1", "n3")
 
 
 @pytest.mark.parametrize(
     ("text", "event"),
     [
-        ("link n3-n4 down @ 2s", faults.Event(2.0, "link-down", ("n3", "n4"))),
-        ("link r1-r2 up @ 1500ms", faults.Event(1.5, "link-up", ("r1", "r2"))),
-        ("link n1-n2 rate 10mbit @ 0", faults.Event(0.0, "link-rate", ("n1", "n2"), 10_000_000)),
-        ("link n1-n2 rate off @ 3", faults.Event(3.0, "link-rate", ("n1", "n2"), None)),
-        ("node n5 stop @ 4.5s", faults.Event(4.5, "node-stop", ("n5",))),
-        ("  node n5 start @ 6  ", faults.Event(6.0, "node-start", ("n5",))),
+        ("link n3-n4 down @ 2s", plan_events.Event(2.0, "link-down", ("n3", "n4"))),
+        ("link r1-r2 up @ 1500ms", plan_events.Event(1.5, "link-up", ("r1", "r2"))),
+        ("link n1-n2 rate 10mbit @ 0", plan_events.Event(0.0, "link-rate", ("n1", "n2"), 10_000_000)),
+        ("link n1-n2 rate off @ 3", plan_events.Event(3.0, "link-rate", ("n1", "n2"), None)),
+        ("node n5 stop @ 4.5s", plan_events.Event(4.5, "node-stop", ("n5",))),
+        ("  node n5 start @ 6  ", plan_events.Event(6.0, "node-start", ("n5",))),
     ],
 )
-def test_events_are_read(text: str, event: faults.Event) -> None:
-    assert faults.parse_event(text) == event
+def test_events_are_read(text: str, event: plan_events.Event) -> None:
+    assert plan_events.parse_event(text) == event
 
 
 @pytest.mark.parametrize(
@@ -196,23 +195,23 @@ def test_events_are_read(text: str, event: faults.Event) -> None:
 )
 def test_bad_events_say_how_to_write_them(text: str) -> None:
     with pytest.raises(ValueError, match="write `link A-B down"):
-        faults.parse_event(text)
+        plan_events.parse_event(text)
 
 
 def test_events_are_checked_against_the_plan() -> None:
     plan = plan_of({"topology": {"kind": "chain", "nodes": 3}})
-    faults.check_events(plan, faults.parse_events(["link n2-n3 down @ 1", "node n1 stop @ 2"]))
+    plan_events.check_events(plan, plan_events.parse_events(["link n2-n3 down @ 1", "node n1 stop @ 2"]))
     with pytest.raises(UnknownName, match="no node 'n7'"):
-        faults.check_events(plan, [faults.parse_event("node n7 stop @ 1")])
-    with pytest.raises(BadInput, match="no link between n1 and n3"):
-        faults.check_events(plan, [faults.parse_event("link n1-n3 down @ 1")])
+        plan_events.check_events(plan, [plan_events.parse_event("node n7 stop @ 1")])
+    with pytest.raises(UnknownName, match="no link between n1 and n3"):
+        plan_events.check_events(plan, [plan_events.parse_event("link n1-n3 down @ 1")])
 
 
 def test_hyphenated_node_names_in_link_events_are_read_against_the_plan() -> None:
     plan = plan_of(
         {"nodes": [{"name": "r-1"}, {"name": "r-2"}], "links": [{"a": "r-1", "b": "r-2"}]}
     )
-    (event,) = faults.check_events(plan, [faults.parse_event("link r-1-r-2 down @ 1")])
+    (event,) = plan_events.check_events(plan, [plan_events.parse_event("link r-1-r-2 down @ 1")])
     assert event.target == ("r-1", "r-2")
 
 

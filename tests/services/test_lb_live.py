@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import daemons
 from netrig.measure import Text, get
-from netrig.results.sample import MeasurementFailed, Sample
 from netrig.results.store import ResultStore
 from netrig.rig import Lab
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool

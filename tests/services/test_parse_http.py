@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from netrig.base.sample import MeasurementFailed, Sample
 from netrig.measure.parse_ab import parse_ab
 from netrig.measure.parse_wrk import parse_wrk
-from netrig.results.sample import MeasurementFailed, Sample
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from netrig.lab import netns
-from netrig.model import load as spec_load
-from netrig.plan.build import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig.prepare import load_text, plan_lab
 from tests.conftest import netrig_cli, new_lab_name
 
 GOOD = """name: {name}
@@ -37,7 +36,7 @@ def validate(path: Path, **kwargs: object) -> tuple[int, str]:
 
 
 def test_good_file_plans_services_and_a_vip() -> None:
-    plan = build_plan(spec_load.load_text(GOOD.format(name="svc")))
+    plan = plan_lab(load_text(GOOD.format(name="svc")))
     lb = plan.node("lb").services[0]
     assert (lb.kind, lb.port, lb.options["dsr"]) == ("pen", 80, True)
     assert lb.address is not None

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from netrig.results.sample import Sample
+from netrig.base.sample import Sample
 from netrig.results.store import ResultStore
 from netrig.stats.stored import (
     REDUCERS,

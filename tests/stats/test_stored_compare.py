@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from ministat_harness import INSTALL_HINT, ministat_path
 
+from netrig.base.sample import Sample
 from netrig.cli.cmd_compare import compare_command
 from netrig.cli.cmd_stat import stored_mode
 from netrig.report.verdicts import beyond_ministat, compare
-from netrig.results.sample import Sample
 from netrig.results.store import ResultStore
 
 # -- golden verdict wording -------------------------------------------------------------------------

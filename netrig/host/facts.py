@@ -12,20 +12,14 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import netrig
-
-# Tried in order; the first that exits 0 and prints a version number wins. `ping` (iputils)
-# rejects --version but answers -V; iperf3 and fping answer --version.
-VERSION_FLAGS: tuple[str, ...] = ("--version", "-V", "-v")
-_HAS_NUMBER = re.compile(r"\d+\.\d+|\d{6,}")  # 3.12, or an iputils date such as 20221126
+from netrig import __version__
+from netrig.host.tools import VERSION_TIMEOUT_S, program_version, search_path
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -41,28 +35,13 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine()
 
 
-def tool_version(tool: str, timeout: float = 5.0) -> str | None:
-    """The first line of `tool --version` (or -V, -v) that names a version; None if missing.
-
-    A tool that is installed but answers none of the flags gives "unknown".
-    """
-    path = shutil.which(tool)
+def tool_version(tool: str, timeout: float = VERSION_TIMEOUT_S) -> str | None:
+    """The version line of an installed tool (netrig.host.tools' one prober), "unknown" if
+    it names none, None if it is not installed."""
+    path = shutil.which(tool, path=search_path())
     if path is None:
         return None
-    for flag in VERSION_FLAGS:
-        try:
-            done = subprocess.run(
-                [path, flag], capture_output=True, text=True, timeout=timeout,
-                stdin=subprocess.DEVNULL, check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode != 0:
-            continue
-        for line in (done.stdout + "\n" + done.stderr).splitlines():
-            if _HAS_NUMBER.search(line):
-                return line.strip()
-    return "unknown"
+    return program_version(tool, path, timeout=timeout) or "unknown"
 
 
 def collect_host_facts(tools: Iterable[str] = ()) -> dict[str, Any]:
@@ -78,6 +57,6 @@ def collect_host_facts(tools: Iterable[str] = ()) -> dict[str, Any]:
         # What `nproc` prints: the CPUs this process may run on (taskset, cgroups).
         "cpu_usable": len(os.sched_getaffinity(0)),
         "python": sys.version.split()[0],
-        "netrig_version": netrig.__version__,
+        "netrig_version": __version__,
         "tool_versions": {tool: tool_version(tool) for tool in tools},
     }

@@ -12,7 +12,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from netrig import measure
-from netrig.results.store import ResultStore, point_key
+from netrig.base.scale import display_scale
+from netrig.experiment.disruption import HEADLINE
+from netrig.plan.runs import point_key
+from netrig.results.store import ResultStore
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,6 @@ def headline_metrics(measurement: str) -> tuple[str, ...] | None:
     """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …);
     for `events`, what the timeline did (not when each event happened)."""
     if measurement == "events":
-        from netrig.experiment.disruption import HEADLINE
 
         return HEADLINE
     plugins = measure.load_plugins()
@@ -111,12 +113,10 @@ def _row(
 
 
 def scale(unit: str, reference: float | None) -> tuple[float, str]:
-    """A divisor and display unit that keep numbers short: bit/s → Gbit/s, etc."""
-    if unit == "bit/s" and reference is not None:
-        for name, factor in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
-            if abs(reference) >= factor:
-                return factor, name
-    return 1.0, unit
+    """A divisor and display unit that keep numbers short (bit/s → Gbit/s, ms → µs), the
+    same the plots and the report use (netrig.base.scale)."""
+    shown = display_scale(unit, [] if reference is None else [reference])
+    return shown.factor, shown.unit
 
 
 def fmt(value: float | None, factor: float = 1.0) -> str:

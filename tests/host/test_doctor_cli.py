@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import netrig.cli.cmd_doctor  # noqa: F401  (registers the command)
 from netrig.cli import cli
-from netrig.doctor import features, tools
+from netrig.host import features, tools
 
 pytestmark = [
     pytest.mark.root,

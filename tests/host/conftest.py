@@ -8,6 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
+from netrig.doctor.declared import declare_plugin_programs
+
+declare_plugin_programs()  # the table `netrig doctor` checks: the core's tools and every plugin's
+
 
 def host_net_state() -> tuple[str, list[str], list[str]]:
     """`ip netns list`, the host's interfaces, and every thread's namespace of this process."""

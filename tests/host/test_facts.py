@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import netrig
-from netrig.results.hostfacts import collect_host_facts, cpu_model, tool_version
+from netrig.host.facts import collect_host_facts, cpu_model, tool_version
 
 
 def fake_tool(directory: Path, name: str, body: str) -> None:

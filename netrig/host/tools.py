@@ -1,13 +1,14 @@
 """User-space tools, Python packages and privileges netrig relies on: found, versioned, fixable.
 
 A tool is found on PATH (plus the sbin directories, which a non-login root shell may lack),
-its version is the first line its version flag prints (or, for tools without one, the
-version of its Debian package), and the fix is the `apt-get install` that provides it.
+its version is the first line naming a version that its version flag prints (or the version
+of its Debian package), and the fix is the `apt-get install` that provides it.
 
     >>> probe_tools(["iperf3"])["iperf3"].version
     'iperf 3.12 (cJSON 1.7.15)'
 
-Adding a tool is one `tool(...)` line in the table below.
+The table below holds the lab core's own programs; plugins declare theirs (`programs`) and
+`netrig.doctor.declared` adds them, so each program is named in one place.
 """
 
 from __future__ import annotations
@@ -16,19 +17,23 @@ import difflib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Kind = Literal["privilege", "python", "tool"]
-SEARCH_PATH = os.pathsep.join(
-    [os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"]
-)
+SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin")
+
+
+def search_path() -> str:
+    """PATH plus the sbin directories (a non-login root shell may lack them), read now."""
+    return os.pathsep.join([os.environ.get("PATH", ""), *SBIN_DIRS])
 VERSION_TIMEOUT_S = 2.0
 
 
@@ -64,7 +69,6 @@ class Tool:
     purpose: str
     commands: tuple[str, ...] = ()
     package: str = ""
-    version_args: tuple[str, ...] | None = ("--version",)  # None: ask dpkg for the version
     any_of: bool = False  # one of `commands` is enough (chromium / chromium-browser)
     optional: bool = False
 
@@ -84,34 +88,40 @@ def tool(
     purpose: str,
     *,
     commands: tuple[str, ...] = (),
-    version: tuple[str, ...] | None = ("--version",),
     any_of: bool = False,
     optional: bool = False,
 ) -> None:
     """Register a program (NAME, or COMMANDS when the name is not a command itself)."""
-    _register(Tool(name, _check_program, purpose, commands or (name,), package, version,
-                   any_of, optional))
+    _register(Tool(name, _check_program, purpose, commands or (name,), package, any_of,
+                   optional))
+
+
+def declare(program: str, package: str, purpose: str, commands: tuple[str, ...] = ()) -> None:
+    """A program a plugin declares it may run: added to the table once, its purposes joined
+    when several plugins run it."""
+    entry = TOOLS.get(program)
+    if entry is None:
+        tool(program, package, purpose, commands=commands)
+    elif purpose not in entry.purpose.split("; "):
+        TOOLS[program] = replace(entry, purpose=f"{entry.purpose}; {purpose}")
 
 
 def python_dep(module: str, dist: str, purpose: str, *, optional: bool = False) -> None:
     """Register a Python package: MODULE is imported by netrig, DIST is what pip installs."""
-    _register(Tool(module, _check_python, purpose, (), dist, None, optional=optional))
+    _register(Tool(module, _check_python, purpose, (), dist, optional=optional))
 
 
 # --------------------------------------------------------------------------- checks
 
 
 def _check_program(entry: Tool) -> ToolResult:
-    paths = {cmd: path for cmd in entry.commands if (path := shutil.which(cmd, path=SEARCH_PATH))}
+    paths = {cmd: path for cmd in entry.commands if (path := shutil.which(cmd, path=search_path()))}
     found = bool(paths) if entry.any_of else len(paths) == len(entry.commands)
     if not found:
         return ToolResult(entry.name, "tool", False, entry.optional, entry.purpose, paths, "",
                           entry.package, f"apt-get install -y {entry.package}")
     cmd, path = next(iter(paths.items()))
-    version = ""
-    if entry.version_args is not None:
-        version = _version_line([cmd, *entry.version_args], path)
-    version = version or _dpkg_version(entry.package)
+    version = program_version(cmd, path, entry.package)
     return ToolResult(entry.name, "tool", True, entry.optional, entry.purpose, paths, version,
                       entry.package)
 
@@ -138,18 +148,50 @@ def _check_root(entry: Tool) -> ToolResult:
                       f"euid {euid}", "", "" if euid == 0 else "run netrig as root (sudo netrig …)")
 
 
-def _version_line(argv: list[str], executable: str | None = None) -> str:
-    """First non-empty line of stdout+stderr of a version command; '' if it fails to run."""
+# One version prober for `netrig doctor` and the host facts stored with every run. The flags
+# are tried in order; the first output line that names a version number wins, whatever the
+# exit status (wrk prints its version for -v and exits 1). Programs that must not be started
+# to be asked (they would wait for input or act) get their Debian package's version instead.
+VERSION_FLAGS: tuple[str, ...] = ("--version", "-V", "-v")
+VERSION_ARGS: dict[str, tuple[str, ...] | None] = {
+    "ping": ("-V",), "fping": ("-v",), "batmand": ("-v",), "babeld": ("-V",),
+    "iptables": ("-V",), "ipset": ("-v",), "ip": ("-V",), "tc": ("-V",), "ab": ("-V",),
+    "trafgen": ("-v",), "haproxy": ("-v",), "nginx": ("-v",), "wrk": ("-v",),
+    "xdp-loader": None, "ministat": None, "pen": None,
+}  # fmt: skip
+_HAS_NUMBER = re.compile(r"\d+\.\d+|\d{6,}")  # 3.12, or an iputils date such as 20221126
+
+
+def program_version(
+    program: str, path: str | None = None, package: str = "", timeout: float = VERSION_TIMEOUT_S
+) -> str:
+    """The version line of an installed program ('' when it names none)."""
+    flags = VERSION_ARGS.get(program, VERSION_FLAGS)
+    for flag in flags or ():
+        exe = path or shutil.which(program, path=search_path())
+        line = _version_line([program, flag], exe, timeout)
+        if line:
+            return line
+    return _dpkg_version(package) if package else ""
+
+
+def _version_line(
+    argv: list[str], executable: str | None = None, timeout: float = VERSION_TIMEOUT_S
+) -> str:
+    """The first line naming a version number in the output of a version command."""
     try:
         done = subprocess.run(argv, executable=executable, capture_output=True, text=True,
-                              timeout=VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                              timeout=timeout, stdin=subprocess.DEVNULL,
                               env={**os.environ, "LC_ALL": "C"}, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     text = (done.stdout or "") + "\n" + (done.stderr or "")
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    bad = ("unknown", "invalid", "unrecognized", "usage")
-    return "" if any(word in line.lower() for word in bad) else line[:120]
+    for line in text.splitlines():
+        if _HAS_NUMBER.search(line) and not any(
+            word in line.lower() for word in ("invalid", "unrecognized", "usage")
+        ):
+            return line.strip()[:120]
+    return ""
 
 
 def _dpkg_version(package: str) -> str:
@@ -164,34 +206,16 @@ def _dpkg_version(package: str) -> str:
 
 _register(Tool("root", _check_root, "creating namespaces, links and routes (euid 0)"))
 
-tool("iperf3", "iperf3", "throughput measurements")
-tool("ping", "iputils-ping", "reachability checks and latency", version=("-V",))
-tool("fping", "fping", "latency/loss measurements over many targets", version=("-v",))
-tool("batmand", "batmand", "userspace BATMAN routing (when batman-adv is missing)",
-     version=("-v",))
-tool("babeld", "babeld", "Babel routing daemon", version=("-V",))
-tool("bird", "bird2", "OSPF/BGP routing daemon (BIRD 2)")
-tool("ovs", "openvswitch-switch", "Open vSwitch switch nodes (switch: ovs)",
-     commands=("ovs-vsctl", "ovs-vswitchd", "ovsdb-server", "ovsdb-tool", "ovs-appctl"))
-tool("ovs-testcontroller", "openvswitch-testcontroller",
-     "an OpenFlow controller for OVS switch nodes (controller: standalone)", optional=True)
-tool("xdp-loader", "xdp-tools", "loading XDP programs, xdp-filter experiments", version=None)
+# The lab core's own programs and what a user runs beside it; every plugin's programs are
+# declared by the plugin (`programs`) and added by netrig.doctor.declared.
+tool("ip", "iproute2", "netrig exec/shell and debugging (`ip -n`)")
+tool("tc", "iproute2", "inspecting qdiscs by hand")
+tool("xdp-loader", "xdp-tools", "loading XDP programs, xdp-filter experiments")
 tool("bpftool", "bpftool", "inspecting BPF programs and maps")
 tool("clang", "clang", "building netrig's native BPF programs")
-tool("ministat", "ministat", "cross-checking netrig's ministat-compatible statistics",
-     version=None)
-tool("nft", "nftables", "nftables firewall experiments")
-tool("iptables", "iptables", "iptables firewall experiments", version=("-V",))
-tool("ipset", "ipset", "address-set firewall experiments", version=("-v",))
-tool("ip", "iproute2", "netrig exec/shell and debugging (`ip -n`)", version=("-V",))
-tool("tc", "iproute2", "inspecting qdiscs by hand", version=("-V",))
-tool("wrk", "wrk", "HTTP load generation", version=None)
-tool("ab", "apache2-utils", "HTTP load generation (ApacheBench)", version=("-V",))
-tool("trafgen", "netsniff-ng", "packet-rate generation", version=("-v",))
-tool("gcc", "gcc", "building netrig_gen, the pps measurement's packet generator")
-tool("haproxy", "haproxy", "load-balancer shootouts", version=("-v",))
-tool("nginx", "nginx", "HTTP servers and load-balancer shootouts", version=("-v",))
-tool("pen", "pen", "load-balancer shootouts", version=None)
+tool("gcc", "gcc", "building netrig's native helpers")
+tool("ministat", "ministat", "cross-checking netrig's ministat-compatible statistics")
+tool("ipset", "ipset", "address-set firewall experiments")
 tool("tcpdump", "tcpdump", "packet captures")
 tool("ethtool", "ethtool", "offload settings of lab interfaces")
 tool("chromium", "chromium", "screenshots of HTML reports",

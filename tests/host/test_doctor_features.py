@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from netrig.doctor import features
-from netrig.doctor.features import (
+from netrig.host import features
+from netrig.host.features import (
     FEATURES,
     Outcome,
     Scratch,

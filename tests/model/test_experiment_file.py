@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from netrig.model.experiment import load_experiment, load_experiment_text
 from netrig.model.load import SpecError
+from netrig.rig.prepare import load_experiment, load_experiment_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from netrig.model.experiment import ExprError, evaluate, expand, render, substitute
+from netrig.model.expr import ExprError, evaluate, expand, render, substitute
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from netrig.experiment.summary import fmt, headline_metrics, scale, summarize
-from netrig.results import ResultStore, Sample
+from netrig.base.sample import Sample
+from netrig.results.store import ResultStore
+from netrig.results.summary import fmt, headline_metrics, scale, summarize
 
 
 def test_statistics_per_point_with_failed_runs_counted_apart(tmp_path: Path) -> None:
@@ -58,5 +59,6 @@ def test_headline_metrics_and_units() -> None:
     assert headline_metrics("my-own-name") is None and headline_metrics("command") is None
     assert scale("bit/s", 9.4e9) == (1e9, "Gbit/s")
     assert scale("bit/s", 3e6) == (1e6, "Mbit/s")
-    assert scale("ms", 0.05) == (1.0, "ms")
+    assert scale("ms", 0.05) == (1e-3, "µs")  # as the plots show it
+    assert scale("ms", 12.0) == (1.0, "ms")
     assert fmt(None) == "-" and fmt(9.4e9, 1e9) == "9.4"

@@ -13,8 +13,8 @@ import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
-from netrig.firewall import _lab as firewall_plan
 from netrig.model.load import GraphLink, LabGraph, Problem, SpecError
+from netrig.plan.firewall import resolve as resolve_firewalls
 from netrig.plan.model import (
     BridgePlan,
     IfacePlan,
@@ -87,18 +87,6 @@ def build_plan(graph: LabGraph) -> LabPlan:
         b_if = _add_iface(nodes[link.b], link.b_ifname, link_id, link.a, graph, link, problems)
         a_if.peer_iface, b_if.peer_iface = b_if.name, a_if.name
         at = link.attrs
-        netem = at.netem_keys()
-        if netem:
-            from netrig.doctor import features  # probed only when a file asks for netem
-
-            if not features.has_feature("netem"):
-                problems.append(
-                    Problem(
-                        graph.where(link.path),
-                        f"link {link.a}–{link.b} sets {', '.join(netem)}, which needs the netem "
-                        "qdisc; this kernel has no netem (see `netrig doctor`)",
-                    )
-                )
         links.append(
             LinkPlan(
                 link.a,
@@ -143,7 +131,7 @@ def build_plan(graph: LabGraph) -> LabPlan:
     mode = proto.addressing or spec.addressing.mode  # a protocol may force its mode
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
-    firewall_plan.resolve(graph, nodes, problems)
+    resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
 
@@ -236,21 +224,6 @@ def _check_ovs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Probl
                     "each switch needs its own dpid",
                 )
             )
-    ovs_nodes = [n for n in nodes.values() if n.ovs is not None]
-    if ovs_nodes:
-        from netrig.switch import ovs  # probed only when a file asks for Open vSwitch
-
-        missing = ovs.missing_tools()
-        if missing:
-            problems.append(Problem(graph.where(graph.node_paths[ovs_nodes[0].name]), missing))
-            return
-        for node in ovs_nodes:
-            if node.ovs is not None and node.ovs.controller == "standalone":
-                missing = ovs.missing_tools(controller=True)
-                if missing:
-                    path = (*graph.node_paths[node.name], "controller")
-                    problems.append(Problem(graph.where(path), missing))
-                    return
 
 
 def _stp_option(proto: object, auto: bool) -> bool:

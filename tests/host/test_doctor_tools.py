@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from netrig.doctor import tools
-from netrig.doctor.tools import TOOLS, has_tool, probe_tools
+from netrig.host import tools
+from netrig.host.tools import TOOLS, has_tool, probe_tools
 
 # Installed here and by setup.sh, so found on every netrig machine of this kind.
 FOUND = ["root", "iperf3", "ping", "fping", "batmand", "babeld", "bird", "xdp-loader",
-         "clang", "ministat", "nft", "iptables", "ip", "tc", "tcpdump", "ethtool",
+         "clang", "ministat", "nft", "iptables-legacy-restore", "ip", "tc", "tcpdump", "ethtool",
          "pyroute2", "pydantic", "yaml", "click", "rich", "numpy", "scipy", "chromium",
          "matplotlib", "ovs", "ovs-testcontroller", "trafgen", "gcc",
          "wrk", "ab", "haproxy", "nginx", "pen"]
@@ -96,11 +96,10 @@ def test_lookup_by_command_package_or_name() -> None:
         tools.resolve("iperf")
 
 
-def test_a_hanging_version_flag_is_cut_short(monkeypatch) -> None:
-    monkeypatch.setattr(tools, "VERSION_TIMEOUT_S", 0.2)
+def test_a_hanging_version_flag_is_cut_short() -> None:
     start = time.perf_counter()
-    assert tools._version_line(["sleep", "5"]) == ""
-    assert time.perf_counter() - start < 1.0
+    assert tools._version_line(["sleep", "5"], timeout=0.2) == ""
+    assert time.perf_counter() - start < 2.5  # well before the 5 s the program would take
 
 
 def test_not_root_is_reported_with_a_fix(monkeypatch) -> None:

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from netrig.doctor.kernel import (
+from netrig.host.kernel import (
     CREATE,
     NETLINK_NETFILTER,
     NLA_F_NESTED,
@@ -509,12 +509,12 @@ def _xdp_generic(ns: Scratch) -> Outcome:
          impact="`firewall: {engine: xdp}` and the stage_latency measurement are refused")
 def _xdp_netrig(ns: Scratch) -> Outcome:
     """Build netrig-xdp and the XDP filter (cached), load it with one rule, count it back."""
-    from netrig.native import build
+    from netrig.native import compile as native_compile
 
     try:
-        helper, obj = build.helper(), build.bpf_object("xdp_filter")
-        build.bpf_object("xdp_stamp")
-    except build.BuildError as exc:
+        helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_filter")
+        native_compile.bpf_object("xdp_stamp")
+    except native_compile.BuildError as exc:
         return missing(_first_line(str(exc)))
     ns.veth()
     load = ns.run([helper, "filter-load", "nrp0", "native", obj], stdin="drop 240.0.0.1/32\n")

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from netrig.model.experiment import load_experiment_text
 from netrig.model.load import SpecError
+from netrig.rig.prepare import load_experiment_text
 
 
 def problems(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """The unit of measured data, and the failure that stands in for it.
 
-Parsers (netrig.measure.parse_*) produce `Sample`s and the store (netrig.results.store)
-persists them, so the type lives with the results. A tool that failed raises
+Measurement plugins and their parsers produce `Sample`s, the runner collects them and the
+results store persists them, so the type lives below all three. A tool that failed raises
 `MeasurementFailed`: the caller stores a failed run with the reason instead of a zero.
 
     >>> Sample("throughput", 9.4e9, "bit/s")

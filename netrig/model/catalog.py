@@ -1,0 +1,40 @@
+"""The plugins a file may name, handed down from above.
+
+The model and the plan check plugin names and options (a routing protocol, a firewall
+engine, a service, a measurement) at file:line, yet import no plugin package: the rig
+builds a `Catalog` from the plugin registries (netrig.rig.prepare.catalog()) and passes it
+down. What the plan asks of a routing plugin is written here as a Protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel
+
+from netrig.base.registry import Registry
+
+
+class RoutingTraits(Protocol):
+    """What the model and the plan use of a configured routing plugin."""
+
+    name: ClassVar[str]
+    addressing: ClassVar[str | None]
+    refuses_addressing: ClassVar[tuple[str, ...]]
+    bridge_per_node: ClassVar[bool]
+    private_run: ClassVar[bool]
+    options: BaseModel
+
+    def sysctls(self) -> dict[str, str]: ...
+    def routes(self, plan: Any) -> dict[str, list[Any]]: ...  # LabPlan → RoutePlans per node
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Registries of plugin classes by kind; each loads its package on first use."""
+
+    routing: Registry[Any]
+    firewall: Registry[Any]
+    services: Registry[Any]
+    measure: Registry[Any]

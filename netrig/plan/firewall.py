@@ -1,0 +1,83 @@
+"""Each node's firewall resolved into the plan: rule sources (node names) become the node's
+host prefixes. Whether the engine's programs exist is the preflight's question, not the plan's.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+from ipaddress import IPv4Address, ip_interface, ip_network
+from typing import Any
+
+from netrig.model.load import LabGraph, Problem
+from netrig.plan.model import NodePlan
+
+FILLER_BASE = IPv4Address("240.0.0.1")  # 240.0.0.0/4 is reserved: no lab address is ever here
+
+
+@dataclass
+class FirewallPlan:
+    """A node's firewall with node names resolved to addresses (stored in the lab plan)."""
+
+    engine: str
+    filler_rules: int = 0
+    rules: list[tuple[str, str]] = field(default_factory=list)  # (drop|accept, cidr)
+    xdp_mode: str = "native"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FirewallPlan:
+        return cls(
+            data["engine"],
+            data.get("filler_rules", 0),
+            [(a, c) for a, c in data.get("rules", [])],
+            data.get("xdp_mode", "native"),
+        )
+
+    def fillers(self) -> list[str]:
+        """Source addresses of the filler rules, as /32 prefixes."""
+        return [f"{FILLER_BASE + i}/32" for i in range(self.filler_rules)]
+
+    def total(self) -> int:
+        """Rules per rule list as installed: fillers plus written rules."""
+        return self.filler_rules + len(self.rules)
+
+
+def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
+    """Put each node's firewall into its NodePlan, rule sources as host prefixes."""
+    for name, spec_node in graph.nodes.items():
+        fw = spec_node.firewall
+        if fw is None:
+            continue
+        path = (*graph.node_paths[name], "firewall")
+        if nodes[name].kind != "host":
+            problems.append(Problem(graph.where(path), "a firewall applies to host nodes"))
+            continue
+        rules: list[tuple[str, str]] = []
+        for j, rule in enumerate(fw.rules):
+            where = graph.where((*path, "rules", j, "src"))
+            if rule.src in nodes:
+                rules += [(rule.action, c) for c in _host_prefixes(nodes[rule.src])]
+                continue
+            try:
+                net = ip_network(rule.src, strict=False)
+            except ValueError:
+                close = difflib.get_close_matches(rule.src, list(nodes), n=1, cutoff=0.6)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(
+                    Problem(where, f"src {rule.src!r} is neither a node{hint} nor a CIDR")
+                )
+                continue
+            rules.append((rule.action, str(net)))
+        plan = FirewallPlan(fw.engine, fw.filler_rules, rules, fw.xdp_mode)
+        nodes[name].firewall = asdict(plan)
+
+
+def _host_prefixes(node: NodePlan) -> list[str]:
+    cidrs = [*node.loopbacks, *(node.bridge.addrs if node.bridge else [])]
+    for iface in node.ifaces:
+        cidrs += iface.addrs
+    out = []
+    for cidr in cidrs:
+        iface = ip_interface(cidr)
+        out.append(f"{iface.ip}/{iface.max_prefixlen}")
+    return out

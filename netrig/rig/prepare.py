@@ -1,0 +1,192 @@
+"""From a file to a checked plan: read (model), plan (plan), then one preflight against this
+host, fed by what each plugin the file names declares it needs.
+
+The model and the plan import no plugin: `catalog()` hands them the plugin registries. The
+preflight is the one place that asks the host (kernel features, programs) about a file, so
+`netrig validate`, `netrig plan`, `netrig up` and `netrig run` refuse the same things, each
+at the file:line that asks for it, before anything is created.
+
+    graph = load_file("examples/ring16.yaml")      # LabGraph (model), plugins resolved
+    plan = plan_lab(graph)                          # LabPlan, host checked
+    exp = load_experiment("examples/seed000-static.yaml", {"duration": "2"})
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import yaml
+
+from netrig import firewall, measure, routing, services
+from netrig.host import features
+from netrig.model import load as model_load
+from netrig.model import yamlmarks
+from netrig.model.catalog import Catalog
+from netrig.model.experiment import (
+    is_experiment,
+    load_experiment_model,
+    load_experiment_model_text,
+)
+from netrig.model.load import LabGraph, Problem, SpecError
+from netrig.model.models import LabSpec
+from netrig.plan.experiment import ExperimentPlan, plan_experiment
+from netrig.plan.lab import build_plan
+from netrig.plan.model import LabPlan
+from netrig.switch import ovs
+
+
+@cache
+def catalog() -> Catalog:
+    """Every plugin registry, each loading its package on first use."""
+    return Catalog(
+        routing=routing.registry,
+        firewall=firewall.registry,
+        services=services.registry,
+        measure=measure.registry,
+    )
+
+
+# ------------------------------------------------------------------ lab files
+
+
+def load_file(path: str) -> LabGraph:
+    return model_load.load_file(path, catalog())
+
+
+def load_text(text: str, file: str = "<string>") -> LabGraph:
+    return model_load.load_text(text, file, catalog())
+
+
+def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
+    """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
+    if isinstance(spec, dict):
+        return load_text(yaml.safe_dump(spec), "<dict>")
+    return model_load.from_spec(spec, catalog())
+
+
+def plan_lab(graph: LabGraph) -> LabPlan:
+    """The plan of a lab, its host needs checked (SpecError at file:line otherwise)."""
+    plan = build_plan(graph)
+    problems = host_problems(graph, plan)
+    if problems:
+        raise SpecError(problems)
+    return plan
+
+
+def plan_file(path: str) -> LabPlan:
+    plan = plan_lab(load_file(path))
+    return plan
+
+
+def is_experiment_file(path: str) -> bool:
+    """True when the file has `measure:` (or another experiment key); False for a lab file
+    (also for one that does not parse: the lab loader then says why)."""
+    try:
+        return is_experiment(yamlmarks.load_file(path).data)
+    except (OSError, SpecError):
+        return False
+
+
+# ------------------------------------------------------------------ experiment files
+
+
+def load_experiment(
+    path: str, overrides: Mapping[str, str] | None = None, repeat: int | None = None
+) -> ExperimentPlan:
+    """Read, plan and check an experiment file; SpecError (file:line:col) if it is wrong."""
+    return _checked(plan_experiment(load_experiment_model(path, overrides, repeat), catalog()))
+
+
+def load_experiment_text(
+    text: str,
+    file: str = "<string>",
+    overrides: Mapping[str, str] | None = None,
+    repeat: int | None = None,
+) -> ExperimentPlan:
+    model = load_experiment_model_text(text, file, overrides, repeat)
+    return _checked(plan_experiment(model, catalog()))
+
+
+def _checked(exp: ExperimentPlan) -> ExperimentPlan:
+    """The preflight of every distinct lab of the sweep and of the measurements' programs."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for point in exp.points:
+        if point.network not in seen:
+            seen.add(point.network)
+            problems += host_problems(None, point.plan, exp.file)
+    for program, package in measure.missing_tools(exp.tools()).items():
+        problems.append(
+            Problem(
+                exp.file,
+                f"{program} is not installed; install it with: apt-get install {package}"
+                if package
+                else f"{program}: command not found on PATH",
+            )
+        )
+    if problems:
+        raise SpecError(list({str(p): p for p in problems}.values()))
+    return exp
+
+
+# ------------------------------------------------------------------ the preflight
+
+
+def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -> list[Problem]:
+    """What this host lacks for the plan: kernel features and programs, each at the place
+    of the file that asks for it (the file itself when only the plan is at hand)."""
+
+    def where(path: tuple[str | int, ...], key: bool = False) -> str:
+        return graph.where(path) if graph is not None and graph.doc is not None else file
+
+    def node_path(name: str) -> tuple[str | int, ...]:
+        return graph.node_paths.get(name, ()) if graph is not None else ()
+
+    problems: list[Problem] = []
+    for i, link in enumerate(plan.links):
+        netem = [k for k in ("delay", "jitter", "loss") if getattr(link, k, None)]
+        if netem and not features.has_feature("netem"):
+            path = graph.links[i].path if graph is not None else ()
+            problems.append(
+                Problem(
+                    where(path),
+                    f"link {link.a}–{link.b} sets {', '.join(netem)}, which needs the netem "
+                    "qdisc; this kernel has no netem (see `netrig doctor`)",
+                )
+            )
+    proto = catalog().routing.load()[plan.protocol]
+    for program, package in proto.programs.items():
+        if shutil.which(program) is None:
+            problems.append(
+                Problem(
+                    where(("routing", "protocol")),
+                    f"routing {plan.protocol} runs {program}, which is not installed; "
+                    f"install it with: apt-get install -y {package}",
+                )
+            )
+    ovs_nodes = [n for n in plan.nodes.values() if n.ovs is not None]
+    if ovs_nodes:
+        missing = ovs.missing_tools(any(n.ovs and n.ovs.controller == "standalone" for n in ovs_nodes))
+        if missing:
+            problems.append(Problem(where(node_path(ovs_nodes[0].name)), missing))
+    for name, node in plan.nodes.items():
+        if node.firewall:
+            lacking = firewall.get(node.firewall["engine"]).missing()
+            if lacking:
+                problems.append(Problem(where((*node_path(name), "firewall", "engine")), lacking))
+        for j, svc in enumerate(node.services):
+            plugin = catalog().services.lookup(svc.kind)()
+            options = plugin.Options.model_validate(svc.options)
+            for program, package in plugin.tools(options).items():
+                if shutil.which(program) is None:
+                    problems.append(
+                        Problem(
+                            where((*node_path(name), "services", j)),
+                            f"service {svc.kind} needs {program}, which is not installed; "
+                            f"install it with: apt-get install -y {package}",
+                        )
+                    )
+    return problems
