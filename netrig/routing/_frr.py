@@ -38,6 +38,7 @@ FRR_USER = "frr"
 RTPROT_BGP, RTPROT_ISIS, RTPROT_OSPF = 186, 187, 188
 BFD_PROFILE = "netrig"
 ZSERV = "/run/frr/zserv.api"  # zebra's socket, as the node sees it
+ZEBRA_PID = "/run/frr/zebra.pid"
 NETLINK_BUFFER = 16 * 1024 * 1024  # zebra's netlink receive buffer (Debian's unit uses 90 MB)
 
 
@@ -106,7 +107,7 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
                 conf = f"/run/frr/{name}.conf"  # as the node sees it: readable by FRR_USER
                 argv = [f"{FRR_DIR}/{name}", "--log", "stdout", "-f", conf, "-P", "0"]
                 if name == "zebra":
-                    argv += ["-s", str(NETLINK_BUFFER)]
+                    argv = with_fresh_socket([*argv, "-s", str(NETLINK_BUFFER)])
                 else:
                     argv = after_zebra(argv)
                 daemons.start(lab, node, name, argv)
@@ -148,11 +149,21 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
 
 
 def after_zebra(argv: list[str]) -> list[str]:
-    """ARGV run once zebra's socket exists (by exec: the PID stays the daemon's). A daemon
-    that finds no zebra retries only after 10 s; waiting here makes start-up, and a
-    restart by `netrig node start`, take a fraction of a second instead."""
-    wait = f'while [ ! -S {ZSERV} ]; do sleep 0.02; done; exec "$@"'
+    """ARGV run once zebra listens (by exec: the PID stays the daemon's). A daemon that
+    finds no zebra retries only after 10 s; waiting here makes a start, and a restart by
+    `netrig node start` or a cold-start measurement, take a fraction of a second instead.
+    A socket counts once the zebra of the pid file runs: `with_fresh_socket` removes the
+    one a stopped zebra left before the new zebra writes its pid."""
+    wait = (
+        f'until [ -S {ZSERV} ] && kill -0 "$(cat {ZEBRA_PID} 2>/dev/null)" 2>/dev/null; '
+        'do sleep 0.02; done; exec "$@"'
+    )
     return ["sh", "-c", wait, argv[0], *argv]
+
+
+def with_fresh_socket(argv: list[str]) -> list[str]:
+    """zebra's ARGV, run after removing the socket a stopped zebra may have left."""
+    return ["sh", "-c", f'rm -f {ZSERV}; exec "$@"', argv[0], *argv]
 
 
 def head(node: str, daemon: str) -> str:

@@ -38,8 +38,10 @@ class BgpOptions(FrrOptions):
     unnumbered: bool = Field(
         True, description="sessions on interfaces over IPv6 link-local (false: link addresses)"
     )
-    keepalive: int = Field(3, ge=1, le=65535, description="seconds between keepalives")
-    hold: int = Field(9, ge=3, le=65535, description="seconds without a message: session down")
+    keepalive: int = Field(1, ge=1, le=65535, description="seconds between keepalives")
+    hold: int = Field(
+        3, ge=3, le=65535, description="seconds without a message before a session is down"
+    )
     connect_retry: int = Field(
         2, ge=1, le=65535, description="seconds between attempts to open a session"
     )
