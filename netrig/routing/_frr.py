@@ -1,18 +1,19 @@
 """What the FRR plugins (bgp, isis, ospf with `daemon: frr`) share: per-node daemons and files.
 
 Every node runs zebra (the kernel interface), bfdd when `bfd: true`, and the protocol's
-daemon, each in the foreground, logging to `<node dir>/<daemon>.log` and started from
-`/run/frr/<daemon>.conf`, which the protocol writes (in the node's private /run, so
-readable by the `frr` user the daemons drop to; on the host: `<node dir>/run/frr/`). The node's private /run (the
-plugin sets `private_run`) holds /run/frr: pid files, the zebra socket and the vty sockets
-sit at FRR's default paths, so the daemons of two nodes never meet, and vtysh finds the
-node's own daemons when run by hand:
+daemons, each in the foreground, logging to `<node dir>/<daemon>.log`. Each node has its own
+/run/frr and /etc/frr (folders of its private /run, see netrig.lab.run): pid files, the
+zebra socket and the vty sockets sit at FRR's default paths, so the daemons of two nodes
+never meet, and vtysh run by hand finds the node's own daemons:
 
     netrig exec LAB n1 -- vtysh -c 'show bgp summary'
 
-The FRR daemons drop privileges to the `frr` user (the Debian package makes it), which owns
-/run/frr. Routes go into the main table with FRR's protocol numbers (bgp 186, isis 187,
-ospf 188), which is how converged() tells them from connected ones.
+Each daemon starts from `/etc/frr/<daemon>.conf`, which the protocol writes (on the host:
+`<node dir>/run/etc/frr/`); vtysh's `write` saves there too, so a change made by hand
+survives `netrig node N stop|start` and never touches the host's /etc/frr. The daemons drop
+privileges to the `frr` user (the Debian package makes it), which owns both folders.
+Routes go into the main table with FRR's protocol numbers (bgp 186, isis 187, ospf 188),
+which is how converged() tells them from connected ones.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pydantic import Field
 from netrig.base.plugin import OptionsT
 from netrig.lab import daemons
 from netrig.lab.build import LabError
+from netrig.lab.run import ETC_VIEWS
 from netrig.routing._daemon import DaemonOptions, DaemonProtocol
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ RTPROT_BGP, RTPROT_ISIS, RTPROT_OSPF = 186, 187, 188
 BFD_PROFILE = "netrig"
 ZSERV = "/run/frr/zserv.api"  # zebra's socket, as the node sees it
 ZEBRA_PID = "/run/frr/zebra.pid"
+# no integrated frr.conf: vtysh's `write` saves each daemon's file, the one it restarts from
+VTYSH_CONF = "! vtysh for a netrig node\nno service integrated-vtysh-config\n"
 NETLINK_BUFFER = 16 * 1024 * 1024  # zebra's netlink receive buffer (Debian's unit uses 90 MB)
 
 
@@ -95,16 +99,17 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
             raise LabError(f"{FRR_DIR}/{missing[0]} not found; install FRR: apt-get install -y frr")
         self.convergence_timeout = type(self).convergence_timeout + self.frr.settle
         for node in self.watch(lab).nodes:
-            state = self._prepare(lab, node)
+            etc = self._prepare(lab, node)
             for name in [
                 "zebra",
                 *(["bfdd"] if self.frr.bfd else []),
                 *self.node_daemons(lab, node),
             ]:
                 text = head(node, name) + self._daemon_config(lab, node, name)
-                with open(os.path.join(state, f"{name}.conf"), "w") as fh:
+                with open(os.path.join(etc, f"{name}.conf"), "w") as fh:
                     fh.write(text)
-                conf = f"/run/frr/{name}.conf"  # as the node sees it: readable by FRR_USER
+                shutil.chown(fh.name, FRR_USER, FRR_USER)
+                conf = f"/etc/frr/{name}.conf"  # as the node sees it
                 argv = [f"{FRR_DIR}/{name}", "--log", "stdout", "-f", conf, "-P", "0"]
                 if name == "zebra":
                     argv = with_fresh_socket([*argv, "-s", str(NETLINK_BUFFER)])
@@ -113,13 +118,17 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
                 daemons.start(lab, node, name, argv)
 
     def _prepare(self, lab: Lab, node: str) -> str:
-        """The node's /run/frr (its path on the host), owned by the user FRR drops to."""
+        """The node's /run/frr and /etc/frr, owned by the user FRR drops to; returns the
+        host's path of the node's /etc/frr."""
         run = lab.private_run_dir(node)
         assert run is not None, "FRR plugins set private_run"
-        state = os.path.join(run, "frr")
-        os.makedirs(state, exist_ok=True)
-        shutil.chown(state, FRR_USER, FRR_USER)
-        return state
+        etc = os.path.join(run, ETC_VIEWS, "frr")
+        for path in (os.path.join(run, "frr"), etc):
+            os.makedirs(path, exist_ok=True)
+            shutil.chown(path, FRR_USER, FRR_USER)
+        with open(os.path.join(etc, "vtysh.conf"), "w") as fh:
+            fh.write(VTYSH_CONF)
+        return etc
 
     def _daemon_config(self, lab: Lab, node: str, name: str) -> str:
         if name == "zebra":
