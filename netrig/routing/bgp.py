@@ -1,11 +1,12 @@
 """bgp: eBGP by FRR (bgpd + zebra per node), as datacenter fabrics run it (RFC 7938).
 
-Every node is its own private AS (4200000000 + its index), or with `asn: per-tier` the
+Every node is its own private AS (4200000100 + its index), or with `asn: per-tier` the
 spines and cores of a fabric (nodes named s1…, c1…, as the clos and fat-tree topologies
 name them) share one AS, as RFC 7938 does, so a path never goes down and up the spine
 layer twice (they accept routes their AS originated, so spines still reach each other's
-loopbacks). Sessions run on the interfaces ("BGP unnumbered": IPv6 link-local peers,
-IPv4 routes over IPv6 next hops, RFC 8950), one per link, or with `unnumbered: false` on
+loopbacks). Sessions run on the interfaces ("BGP unnumbered": IPv6 link-local peers, one
+session for both families; IPv4 routes get the link's IPv4 next hop, or without IPv4 link
+addresses an IPv6 one, RFC 8950), one per link, or with `unnumbered: false` on
 the link addresses (one session per family). Each node advertises its connected networks
 (loopbacks and links); equal paths through different ASes are all installed
 (`multipath-relax`, up to `maximum_paths`).

@@ -58,12 +58,8 @@ class OspfOptions(FrrOptions):
     def _dead_after_hello(self) -> OspfOptions:
         if self.dead is not None and self.dead <= self.hello:
             raise ValueError(f"dead ({self.dead} s) must be longer than hello ({self.hello} s)")
-        if self.daemon == "bird":
-            frr_only = [
-                k for k in ("bfd", "bfd_interval", "bfd_multiplier") if k in self.model_fields_set
-            ]
-            if frr_only:
-                raise ValueError(f"{frr_only[0]} needs daemon: frr (netrig runs BIRD without BFD)")
+        if self.daemon == "bird" and self.bfd:
+            raise ValueError("bfd needs daemon: frr (netrig runs BIRD without BFD)")
         return self
 
 
