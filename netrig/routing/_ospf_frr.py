@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # seconds at start-up and after a change; a lab's handful of routers needs no damping
 LSA_INTERVAL = 100  # ms between originations of one LSA (ospfd)
 LSA_MIN_ARRIVAL = 50  # ms between accepted copies of one LSA
+RETRANSMIT = 1  # s before an unacknowledged LSA is sent again (FRR: 5)
 
 
 class FrrOspf(FrrProtocol["OspfOptions"]):
@@ -57,6 +58,7 @@ class FrrOspf(FrrProtocol["OspfOptions"]):
                     f"ipv6 ospf6 network {kind}",
                     f"ipv6 ospf6 hello-interval {o.hello}",
                     f"ipv6 ospf6 dead-interval {dead}",
+                    f"ipv6 ospf6 retransmit-interval {RETRANSMIT}",
                     f"ipv6 ospf6 cost {cost(lab, iface)}",
                     *self.bfd_line("ipv6 ospf6 bfd"),
                 ]
@@ -66,6 +68,7 @@ class FrrOspf(FrrProtocol["OspfOptions"]):
                     f"ip ospf network {kind}",
                     f"ip ospf hello-interval {o.hello}",
                     f"ip ospf dead-interval {dead}",
+                    f"ip ospf retransmit-interval {RETRANSMIT}",
                     f"ip ospf cost {cost(lab, iface)}",
                     *self.bfd_line("ip ospf bfd"),
                 ]

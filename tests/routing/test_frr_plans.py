@@ -157,3 +157,20 @@ def test_fabric_examples_validate_with_every_protocol(name: str) -> None:
     assert points == {(p, b) for p in ("bgp", "ospf", "isis") for b in (False, True)}
     assert all(p.plan.routing_options["daemon"] == "frr" for p in exp.points)
     assert all(len(p.plan.nodes) == 10 for p in exp.points)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "options"),
+    [
+        ("ospf", {}),
+        ("ospf", {"daemon": "frr", "bfd": True}),
+        ("bgp", {"asn": "per-tier", "bfd": True}),
+        ("isis", {"hello": 2}),
+    ],
+)
+def test_options_survive_the_plans_round_trip(protocol: str, options: dict[str, object]) -> None:
+    """A lab that is up is driven from its stored plan: the dumped options, every field
+    set, must validate again to the same plugin and options."""
+    first = make(protocol, options)
+    again = make(protocol, first.options.model_dump())
+    assert type(again) is type(first) and again.options == first.options
