@@ -21,11 +21,10 @@ from __future__ import annotations
 import os
 import shutil
 from ipaddress import IPv4Address
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 
 from pydantic import Field
 
-from netrig.base.plugin import OptionsT
 from netrig.lab import daemons
 from netrig.lab.build import LabError
 from netrig.lab.run import ETC_VIEWS
@@ -64,7 +63,10 @@ class FrrOptions(DaemonOptions):
     )
 
 
-class FrrProtocol(DaemonProtocol[OptionsT]):
+FrrOptionsT = TypeVar("FrrOptionsT", bound=FrrOptions)
+
+
+class FrrProtocol(DaemonProtocol[FrrOptionsT]):
     """FRR protocol daemons (`daemons`, e.g. bgpd) beside zebra on every node."""
 
     daemons: ClassVar[tuple[str, ...]]
@@ -74,14 +76,9 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
     programs: ClassVar[dict[str, str]] = {"vtysh": "frr"}  # the daemons: in FRR_DIR
     convergence_timeout = 60.0
 
-    @property
-    def frr(self) -> FrrOptions:
-        assert isinstance(self.options, FrrOptions)
-        return self.options
-
     def sysctls(self) -> dict[str, str]:
         """Flows spread over equal paths by five-tuple (l4), as datacenter fabrics do."""
-        policy = "1" if self.frr.hash == "l4" else "0"
+        policy = "1" if self.options.hash == "l4" else "0"
         return {f"net.ipv{v}.fib_multipath_hash_policy": policy for v in (4, 6)}
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
@@ -97,12 +94,12 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
         missing = [d for d in wanted if not os.access(f"{FRR_DIR}/{d}", os.X_OK)]
         if missing:
             raise LabError(f"{FRR_DIR}/{missing[0]} not found; install FRR: apt-get install -y frr")
-        self.convergence_timeout = type(self).convergence_timeout + self.frr.settle
+        self.convergence_timeout = type(self).convergence_timeout + self.options.settle
         for node in self.watch(lab).nodes:
             etc = self._prepare(lab, node)
             for name in [
                 "zebra",
-                *(["bfdd"] if self.frr.bfd else []),
+                *(["bfdd"] if self.options.bfd else []),
                 *self.node_daemons(lab, node),
             ]:
                 text = head(node, name) + self._daemon_config(lab, node, name)
@@ -134,7 +131,7 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
         if name == "zebra":
             return ""
         if name == "bfdd":
-            o = self.frr
+            o = self.options
             return (
                 "bfd\n"
                 f" profile {BFD_PROFILE}\n"
@@ -148,7 +145,7 @@ class FrrProtocol(DaemonProtocol[OptionsT]):
 
     def bfd_line(self, command: str) -> list[str]:
         """`isis bfd profile netrig` etc. when BFD is on."""
-        return [f"{command} profile {BFD_PROFILE}"] if self.frr.bfd else []
+        return [f"{command} profile {BFD_PROFILE}"] if self.options.bfd else []
 
     def is_ours(self, route: daemons.Route) -> bool:
         return route.protocol == self.rtprot

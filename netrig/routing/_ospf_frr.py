@@ -15,10 +15,10 @@ from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
 from netrig.routing._frr import RTPROT_OSPF, FrrProtocol, cost, point_to_point, router_id
+from netrig.routing.ospf import OspfOptions
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
-    from netrig.routing.ospf import OspfOptions
 
 # FRR's defaults (LSAs at most every 5 s, accepted at most every 1 s) hold a lab back by
 # seconds at start-up and after a change; a lab's handful of routers needs no damping
@@ -27,15 +27,11 @@ LSA_MIN_ARRIVAL = 50  # ms between accepted copies of one LSA
 RETRANSMIT = 1  # s before an unacknowledged LSA is sent again (FRR: 5)
 
 
-class FrrOspf(FrrProtocol["OspfOptions"]):
+class FrrOspf(FrrProtocol[OspfOptions]):
     name = "ospf"
     summary = "OSPFv2 + OSPFv3 (FRR ospfd, ospf6d), one area, link costs from the file"
     daemons = ("ospfd", "ospf6d")
     rtprot = RTPROT_OSPF
-
-    @property
-    def opts(self) -> OspfOptions:
-        return self.options
 
     def node_daemons(self, lab: Lab, node: str) -> list[str]:
         return [
@@ -45,7 +41,7 @@ class FrrOspf(FrrProtocol["OspfOptions"]):
         ]
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
-        o = self.opts
+        o = self.options
         v6 = daemon == "ospf6d"
         area = str(IPv4Address(o.area))
         dead = o.dead or 4 * o.hello

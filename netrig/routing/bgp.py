@@ -65,18 +65,13 @@ class Bgp(FrrProtocol[BgpOptions]):
     daemons = ("bgpd",)
     rtprot = RTPROT_BGP
 
-    @property
-    def opts(self) -> BgpOptions:
-        assert isinstance(self.options, BgpOptions)
-        return self.options
-
     def asn(self, lab: Lab, node: str) -> int:
-        if self.opts.asn == "per-tier" and _tier(node) in SHARED_TIERS:
+        if self.options.asn == "per-tier" and _tier(node) in SHARED_TIERS:
             return ASN_BASE + SHARED_TIERS.index(_tier(node))  # below every node index
         return ASN_BASE + 100 + lab.plan.node(node).index
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
-        o = self.opts
+        o = self.options
         plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
         # nodes of a shared AS take routes that their AS originated (the other spines'

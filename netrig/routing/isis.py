@@ -45,13 +45,8 @@ class Isis(FrrProtocol[IsisOptions]):
     daemons = ("isisd",)
     rtprot = RTPROT_ISIS
 
-    @property
-    def opts(self) -> IsisOptions:
-        assert isinstance(self.options, IsisOptions)
-        return self.options
-
     def config(self, lab: Lab, node: str, daemon: str) -> str:
-        o = self.opts
+        o = self.options
         plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
         enable = [f" {'ip' if f == 4 else 'ipv6'} router isis {INSTANCE}" for f in families]

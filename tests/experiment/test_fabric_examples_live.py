@@ -13,12 +13,19 @@ from tests.experiment.test_routing_examples_live import copy, left, summaries
 pytestmark = [requires_root, pytest.mark.root, requires_tool("vtysh"), requires_tool("iperf3")]
 
 
-def test_fabric_clos_measures_cold_start_of_bgp_and_isis(tmp_path: Path, lab_name: str) -> None:
-    path = copy(tmp_path, "fabric-clos.yaml", lab_name)
+def run(tmp_path: Path, example: str, lab_name: str, *args: str) -> Path:
+    """The example under the test's lab name, run once per point; returns its results."""
     db = tmp_path / "r.db"
-    args = ["--set", "protocol=[bgp, isis]", "--set", "bfd=[false]", "--set", "duration=1"]
+    path = copy(tmp_path, example, lab_name)
     out = netrig_cli("run", path, "--db", str(db), *args, "--repeat", "1", "-q", timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
+    assert left(lab_name) == []
+    return db
+
+
+def test_fabric_clos_measures_cold_start_of_bgp_and_isis(tmp_path: Path, lab_name: str) -> None:
+    args = ["--set", "protocol=[bgp, isis]", "--set", "bfd=[false]", "--set", "duration=1"]
+    db = run(tmp_path, "fabric-clos.yaml", lab_name, *args)
     conv = {p["protocol"]: v for p, s, v in summaries(db, "convergence", "convergence")}
     # every daemon stopped and started again: sessions, adjacencies and routes in seconds
     # (a daemon that missed zebra's socket would retry only after 10 s)
@@ -26,21 +33,16 @@ def test_fabric_clos_measures_cold_start_of_bgp_and_isis(tmp_path: Path, lab_nam
     assert all(v is not None and 0 < v < 10 for v in conv.values()), conv
     thr = [v for _, _, v in summaries(db, "iperf3", "throughput")]
     assert all(v is not None and v > 1e8 for v in thr), thr
-    assert left(lab_name) == []
 
 
 @requires_tool("fping")
 def test_fabric_clos_cut_is_routed_around_well_before_the_link_returns(
     tmp_path: Path, lab_name: str
 ) -> None:
-    path = copy(tmp_path, "fabric-clos-cut.yaml", lab_name)
-    db = tmp_path / "r.db"
-    args = ["--set", "protocol=[isis]", "--set", "bfd=[true]", "--repeat", "1", "-q"]
-    out = netrig_cli("run", path, "--db", str(db), *args, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
+    args = ["--set", "protocol=[isis]", "--set", "bfd=[true]"]
+    db = run(tmp_path, "fabric-clos-cut.yaml", lab_name, *args)
     ((_, status, outage),) = summaries(db, "events", "outage")
     # down at 3 s, up at 8 s: a protocol that did not reroute would lose 5 s of probes
     assert status == "ok" and outage is not None and outage < 2.0, outage
     ((_, _, during),) = summaries(db, "events", "throughput_during")
     assert during is None or during > 1e8, during  # the other spine carries on
-    assert left(lab_name) == []

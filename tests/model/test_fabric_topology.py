@@ -12,6 +12,15 @@ from netrig.model import topology
 from tests.conftest import netrig_cli
 
 
+def assert_refused_at(path: Path, text: str, line: int, message: str) -> None:
+    """`netrig validate` of TEXT names the file, the line and the message; exit 2, no trace."""
+    path.write_text(text)
+    out = netrig_cli("validate", str(path))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"{path}:{line}" in out.stderr and message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def degrees(edges: list[tuple[str, str]]) -> Counter[str]:
     return Counter(n for e in edges for n in e)
 
@@ -60,9 +69,5 @@ def test_fat_tree_has_the_textbook_sizes_and_wiring(k: int) -> None:
 def test_bad_fabric_parameters_are_refused_at_file_and_line(
     tmp_path: Path, topo: str, message: str
 ) -> None:
-    path = tmp_path / "fab.yaml"
-    path.write_text(f"name: fab\n# a fabric\ntopology: {topo}\n")
-    out = netrig_cli("validate", str(path))
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert f"{path}:3" in out.stderr and message in out.stderr, out.stderr
-    assert "Traceback" not in out.stderr
+    text = f"name: fab\n# a fabric\ntopology: {topo}\n"
+    assert_refused_at(tmp_path / "fab.yaml", text, 3, message)

@@ -14,7 +14,7 @@ from netrig.routing._ospf_frr import FrrOspf
 from netrig.routing.bgp import ASN_BASE, Bgp
 from netrig.routing.isis import Isis
 from netrig.routing.ospf import Ospf
-from tests.conftest import netrig_cli
+from tests.model.test_fabric_topology import assert_refused_at
 from tests.routing.test_routing_plans import EXAMPLES, fake_lab, plan_of
 
 CLOS = {"kind": "clos", "spines": 2, "leaves": 2, "hosts_per_leaf": 1}
@@ -37,7 +37,7 @@ def test_frr_protocols_get_a_private_run_and_spread_flows_by_five_tuple() -> Non
 def test_ospf_daemon_frr_is_frr_and_bird_stays_the_default() -> None:
     assert type(make("ospf", {})) is Ospf
     frr = make("ospf", {"daemon": "frr"})
-    assert isinstance(frr, FrrOspf) and frr.opts.hello == 1  # lab timers unless set
+    assert isinstance(frr, FrrOspf) and frr.options.hello == 1  # lab timers unless set
     assert make("ospf", {}).options.hello == 10  # type: ignore[attr-defined]
     assert make("ospf", {"daemon": "frr", "hello": 3}).options.hello == 3  # type: ignore[attr-defined]
     with pytest.raises(ValidationError, match="bfd needs daemon: frr"):
@@ -142,12 +142,8 @@ def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
 def test_bad_frr_options_are_refused_at_file_and_line(
     tmp_path: Path, routing: str, message: str
 ) -> None:
-    path = tmp_path / "frr.yaml"
-    path.write_text(f"name: frr\ntopology: {{kind: pair}}\n\nrouting: {routing}\n")
-    out = netrig_cli("validate", str(path))
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert f"{path}:4" in out.stderr and message in out.stderr, out.stderr
-    assert "Traceback" not in out.stderr
+    text = f"name: frr\ntopology: {{kind: pair}}\n\nrouting: {routing}\n"
+    assert_refused_at(tmp_path / "frr.yaml", text, 4, message)
 
 
 @pytest.mark.parametrize("name", ["fabric-clos.yaml", "fabric-clos-cut.yaml"])
