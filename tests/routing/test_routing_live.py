@@ -25,6 +25,7 @@ from netrig.lab.build import LabError
 from netrig.lab.ledger import process_alive
 from netrig.lab.run import popen
 from netrig.lab.trace import Tracer
+from netrig.plan import events as plan_events
 from netrig.results.store import ResultStore
 from netrig.rig import Lab
 from netrig.routing.ospf import Ospf
@@ -203,7 +204,7 @@ def test_ring_of_6_converges_reroutes_around_a_cut_and_heals(daemon_lab, protoco
     # cut n2–n3 one second into a 100 pkt/s probe from n1 to n3, on the fault timeline
     bound = REROUTE_BOUND[protocol]
     fping = Probe(lab, "n1", "n3")
-    timeline = faults.Timeline(lab, faults.parse_events(["link n2-n3 down @ 1s"]))
+    timeline = faults.Timeline(lab, plan_events.parse_events(["link n2-n3 down @ 1s"]))
     timeline.start()
     timeline.join(5)
     assert [(e.kind, err) for _t, _at, e, err in timeline.log] == [("link-down", None)]
@@ -324,7 +325,7 @@ def test_a_timeline_applies_link_node_and_rate_events_then_undoes_them(daemon_la
             "routing": {"protocol": "babel", **FAST["babel"]},
         }
     )
-    events = faults.parse_events(
+    events = plan_events.parse_events(
         ["link n1-n2 down @ 100ms", "node n3 stop @ 0.1s", "link n2-n3 rate 10mbit @ 0.2s"]
     )
     to_n3 = next(i.name for i in lab.plan.node("n2").ifaces if i.peer == "n3")
