@@ -144,8 +144,9 @@ class FrrProtocol(DaemonProtocol[FrrOptionsT]):
         return self.config(lab, node, name)
 
     def bfd_line(self, command: str) -> list[str]:
-        """`isis bfd profile netrig` etc. when BFD is on."""
-        return [f"{command} profile {BFD_PROFILE}"] if self.options.bfd else []
+        """`isis bfd` and `isis bfd profile netrig` etc. when BFD is on (in FRR 8.4 the
+        profile alone turns BFD on for some protocols only)."""
+        return [command, f"{command} profile {BFD_PROFILE}"] if self.options.bfd else []
 
     def is_ours(self, route: daemons.Route) -> bool:
         return route.protocol == self.rtprot

@@ -7,7 +7,8 @@ layer twice (they accept routes their AS originated, so spines still reach each 
 loopbacks). Sessions run on the interfaces ("BGP unnumbered": IPv6 link-local peers, one
 session for both families; IPv4 routes get the link's IPv4 next hop, or without IPv4 link
 addresses an IPv6 one, RFC 8950), one per link, or with `unnumbered: false` on
-the link addresses (one session per family). Each node advertises its connected networks
+the link addresses (one session per family; what `bfd: true` uses, since FRR 8.4 runs
+no BFD for a peer on an interface). Each node advertises its connected networks
 (loopbacks and links); equal paths through different ASes are all installed
 (`multipath-relax`, up to `maximum_paths`).
 
@@ -36,8 +37,10 @@ class BgpOptions(FrrOptions):
         description="per-node: a private AS per node; per-tier: spines (s*) and cores (c*) "
         "share one AS, every other node has its own (RFC 7938)",
     )
-    unnumbered: bool = Field(
-        True, description="sessions on interfaces over IPv6 link-local (false: link addresses)"
+    unnumbered: bool | None = Field(
+        None,
+        description="sessions on interfaces over IPv6 link-local (false: on the link "
+        "addresses); default: true, false with bfd (FRR 8.4 runs no BFD on interface peers)",
     )
     keepalive: int = Field(1, ge=1, le=65535, description="seconds between keepalives")
     hold: int = Field(
@@ -50,6 +53,11 @@ class BgpOptions(FrrOptions):
 
     @model_validator(mode="after")
     def _hold_after_keepalive(self) -> BgpOptions:
+        if self.bfd and self.unnumbered:
+            raise ValueError(
+                "bfd with unnumbered sessions: FRR 8.4 starts no BFD session for a peer "
+                "on an interface; drop unnumbered (with bfd, sessions use link addresses)"
+            )
         if self.hold < 3 * self.keepalive:
             raise ValueError(
                 f"hold ({self.hold} s) must be at least 3 × keepalive ({self.keepalive} s)"
@@ -72,6 +80,7 @@ class Bgp(FrrProtocol[BgpOptions]):
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
         o = self.options
+        unnumbered = o.unnumbered if o.unnumbered is not None else not o.bfd
         plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
         # nodes of a shared AS take routes that their AS originated (the other spines'
@@ -90,11 +99,10 @@ class Bgp(FrrProtocol[BgpOptions]):
             f" neighbor fabric timers {o.keepalive} {o.hold}",
             f" neighbor fabric timers connect {o.connect_retry}",
             " neighbor fabric advertisement-interval 0",
-            *[f" {line}" for line in self.bfd_line("neighbor fabric bfd")],
         ]
         peers: dict[int, list[str]] = {4: [], 6: []}
         for iface in plan_node.ifaces:
-            if o.unnumbered:
+            if unnumbered:
                 out.append(f" neighbor {iface.name} interface peer-group fabric")
                 continue
             peer = lab.plan.node(iface.peer).iface(iface.peer_iface)
@@ -102,6 +110,7 @@ class Bgp(FrrProtocol[BgpOptions]):
                 addr = cidr.split("/")[0]
                 peers[6 if ":" in addr else 4].append(addr)
                 out.append(f" neighbor {addr} peer-group fabric")
+                out += [f" {line}" for line in self.bfd_line(f"neighbor {addr} bfd")]
         for family in families:
             out += [
                 f" address-family ipv{family} unicast",
@@ -110,7 +119,7 @@ class Bgp(FrrProtocol[BgpOptions]):
                 "  neighbor fabric activate",
                 *(["  neighbor fabric allowas-in origin"] if shared else []),
             ]
-            if not o.unnumbered:  # a session of one family carries only that family
+            if not unnumbered:  # a session of one family carries only that family
                 other = peers[10 - family]
                 out += [f"  no neighbor {addr} activate" for addr in other]
             out.append(" exit-address-family")

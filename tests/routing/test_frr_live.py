@@ -30,11 +30,11 @@ FLOWS = 64
 
 def spines_used(lab: Lab, src: str, dst: str) -> Counter[tuple[str, ...]]:
     """How many of 64 TCP flows from src to dst's loopback cross each sequence of spines
-    (("s1",) for a valley-free path over s1)."""
+    (("s1",) for a valley-free path over s1; ("unreached",) for flows that are dropped)."""
     used: Counter[tuple[str, ...]] = Counter()
     for path, flows in count_paths(lab.plan, src, lab.addr(dst), FLOWS).items():
-        assert path.reached, path
-        used[tuple(n for n in path.nodes() if n.startswith("s"))] += flows
+        spines = tuple(n for n in path.nodes() if n.startswith("s"))
+        used[spines if path.reached else ("unreached",)] += flows
     return used
 
 
@@ -102,8 +102,11 @@ def test_ring_of_6_takes_the_cheap_way_round_and_carries_traffic(daemon_lab, pro
         }
     )
     assert lab.check_result is not None and lab.check_result.ok
-    assert path_nodes(lab, "n1", "n2") == ["n1", "n6", "n5", "n4", "n3", "n2"]
-    assert path_nodes(lab, "n1", "n2", family=6) == ["n1", "n6", "n5", "n4", "n3", "n2"]
+    # routed is not yet shortest: a first SPF may run before every LSP or LSA is in
+    cheap = ["n1", "n6", "n5", "n4", "n3", "n2"]
+    for family in (4, 6):
+        took = wait_for(lambda f=family: path_nodes(lab, "n1", "n2", family=f) == cheap, 10)
+        assert took is not None, (family, path_nodes(lab, "n1", "n2", family=family))
     out = lab.exec("n1", ["ping", "-c20", "-i0.05", "-W2", lab.addr("n2")], capture_output=True)
     assert " 0% packet loss" in out.stdout, out.stdout
     assert int(re.search(r"ttl=(\d+)", out.stdout).group(1)) == 60  # type: ignore[union-attr]

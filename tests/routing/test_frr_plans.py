@@ -47,7 +47,7 @@ def test_ospf_daemon_frr_is_frr_and_bird_stays_the_default() -> None:
 def test_bgp_config_unnumbered_sessions_per_tier_asns_and_bfd() -> None:
     plan = plan_of({"topology": CLOS, "routing": {"protocol": "bgp"}})
     lab = fake_lab(plan)
-    proto = make("bgp", {"asn": "per-tier", "bfd": True, "keepalive": 2, "hold": 6})
+    proto = make("bgp", {"asn": "per-tier", "keepalive": 2, "hold": 6})
     assert isinstance(proto, Bgp)
     spine, leaf = proto.config(lab, "s1", "bgpd"), proto.config(lab, "l1", "bgpd")
     assert proto.asn(lab, "s1") == proto.asn(lab, "s2") == ASN_BASE
@@ -57,11 +57,17 @@ def test_bgp_config_unnumbered_sessions_per_tier_asns_and_bfd() -> None:
     assert [line for line in leaf.splitlines() if "interface peer-group" in line] == [
         f" neighbor eth{i} interface peer-group fabric" for i in range(3)
     ]
-    assert " neighbor fabric timers 2 6" in leaf and " neighbor fabric bfd profile netrig" in leaf
+    assert " neighbor fabric timers 2 6" in leaf and "bfd" not in leaf
     assert " bgp bestpath as-path multipath-relax" in leaf
     assert "allowas-in origin" in spine and "allowas-in" not in leaf  # spines see each other
     assert leaf.count("redistribute connected") == 2  # IPv4 and IPv6
-    bfdd = proto._daemon_config(lab, "l1", "bfdd")
+    # BFD: sessions on the link addresses (FRR 8.4 runs no BFD for interface peers)
+    with_bfd = make("bgp", {"bfd": True})
+    conf = with_bfd.config(lab, "l1", "bgpd")  # type: ignore[attr-defined]
+    assert "interface peer-group" not in conf
+    peer = plan.node("s1").iface(plan.node("l1").ifaces[0].peer_iface).addrs[0].split("/")[0]
+    assert f" neighbor {peer} bfd\n neighbor {peer} bfd profile netrig\n" in conf
+    bfdd = with_bfd._daemon_config(lab, "l1", "bfdd")  # type: ignore[attr-defined]
     assert "transmit-interval 300" in bfdd and "detect-multiplier 3" in bfdd
 
 
@@ -137,6 +143,7 @@ def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
         ("{protocol: isis, bfd_interval: 5}", "greater than or equal to 10"),
         ("{protocol: ospf, bfd: true}", "bfd needs daemon: frr"),
         ("{protocol: ospf, daemon: quagga}", "'bird' or 'frr'"),
+        ("{protocol: bgp, bfd: true, unnumbered: true}", "FRR 8.4 starts no BFD session"),
     ],
 )
 def test_bad_frr_options_are_refused_at_file_and_line(
