@@ -10,7 +10,8 @@ cd "$(dirname "$0")"
 APT_PACKAGES=(iproute2 iputils-ping iperf3 fping ministat nftables iptables ipset
               batmand babeld bird2 clang llvm libbpf-dev libc6-dev xdp-tools tcpdump ethtool chromium
               openvswitch-switch openvswitch-testcontroller netsniff-ng gcc
-              pen haproxy nginx wrk apache2-utils frr)
+              pen haproxy nginx wrk apache2-utils
+              graphviz frr)
 VENV=.venv
 
 need_root() {

@@ -16,7 +16,7 @@ def test_each_package_finds_all_its_plugins_without_a_list() -> None:
         routing.load_plugins()
     )
     assert {"iptables", "nftables", "xdp"} == set(firewall.load_plugins())
-    assert {"nginx", "haproxy", "pen"} == set(services.load_plugins())
+    assert {"nginx", "haproxy", "pen", "frr"} == set(services.load_plugins())
 
 
 def test_an_unknown_name_gets_a_suggestion_and_the_known_names() -> None:

@@ -14,8 +14,9 @@ from netrig.cli.common import SET_OPTION, console, parse_overrides, reports_erro
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="The plan as JSON (what the lab core builds from).")
 @SET_OPTION
+@click.option("--topo", metavar="NAME[,ARG…]", help="Mininet file: which of its `topos`.")
 @reports_errors
-def plan_command(file: str, as_json: bool, overrides: tuple[str, ...]) -> None:
+def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str | None) -> None:
     """The plan of a lab or experiment FILE: nodes, interfaces, addresses, routes,
     daemons, services and firewalls per node; for an experiment, every sweep point's
     lab and measurements and the list of runs. Creates nothing; needs no root.
@@ -49,7 +50,7 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...]) -> None:
         return
     if sets:
         raise click.UsageError("--set applies to experiment files (with measure:)")
-    plan = prepare.plan_file(file)
+    plan = prepare.plan_file(file, topo=topo)
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=1))
         return

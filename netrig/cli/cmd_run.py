@@ -74,6 +74,12 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only the summary table.")
 @click.option(
+    "--name",
+    "lab_name",
+    metavar="NAME",
+    help="Name the lab NAME instead of the file's name (run a file while it is up elsewhere).",
+)
+@click.option(
     "--measurements",
     is_flag=True,
     is_eager=True,
@@ -90,10 +96,12 @@ def run(
     resume: bool,
     dry_run: bool,
     quiet: bool,
+    lab_name: str | None,
 ) -> None:
     """Run the experiment in FILE and store its results in --db.
 
-    FILE is a lab file plus `measure:` (what to measure), and optionally `vary:`
+    FILE is a lab file plus `measure:` (what to measure), or `lab: PATH` naming a lab
+    file (netrig, containerlab *.clab.yml or Mininet *.py), and optionally `vary:`
     (parameters to sweep), `params:` (constants), `repeat:`, `order:`
     (sequential | interleaved), `warmup:` and `cooldown:`. Every combination of
     the `vary:` values × `repeat` is one run. The whole file is validated, for
@@ -120,7 +128,7 @@ def run(
     from netrig.experiment.runner import run_experiment
     from netrig.rig.prepare import load_experiment
 
-    exp = load_experiment(file, parse_overrides(overrides), repeat)
+    exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)

@@ -19,8 +19,18 @@ TABLE_ROWS = 24
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
+@click.option(
+    "--name",
+    metavar="NAME",
+    help="Name the lab NAME instead of the file's name, so one file can be up twice.",
+)
+@click.option(
+    "--topo",
+    metavar="NAME[,ARG…]",
+    help="Mininet file: the entry of its `topos` dict to build, with arguments (tree,2).",
+)
 @reports_errors
-def up(file: str, no_check: bool, quiet: bool) -> None:
+def up(file: str, no_check: bool, quiet: bool, name: str | None, topo: str | None) -> None:
     """Build the lab described in FILE and wait until it is usable.
 
     Usable means: links up, addresses and routes installed, spanning tree settled,
@@ -28,9 +38,11 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     answering pings. The lab stays up until `netrig down NAME`.
 
     FILE may also be an experiment file (with `measure:`): its lab is built as for the
-    first point of its sweep, and nothing is measured (that is `netrig run`).
+    first point of its sweep, and nothing is measured (that is `netrig run`). It may be a
+    containerlab topology (*.clab.yml: linux nodes, bridges, links, exec lines, binds) or
+    a Mininet topology (*.py, its Topo class), run as namespaces with the host's programs.
     """
-    lab = _lab_of(file)
+    lab = _lab_of(file, name, topo)
 
     def progress(msg: str) -> None:
         if not quiet:
@@ -52,15 +64,15 @@ def up(file: str, no_check: bool, quiet: bool) -> None:
     )
 
 
-def _lab_of(file: str) -> Lab:
+def _lab_of(file: str, name: str | None = None, topo: str | None = None) -> Lab:
     """A lab file's lab, or the lab of an experiment file's first sweep point."""
     import os
 
     from netrig.rig import prepare
 
     if not prepare.is_experiment_file(file):
-        return Lab.from_file(file)  # a file that does not parse is reported here, at its line
-    point = prepare.load_experiment(file).points[0]
+        return Lab.from_file(file, name, topo)  # a file that does not parse is reported here
+    point = prepare.load_experiment(file, name=name).points[0]
     if point.values:
         err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")
     point.plan.source_file = os.path.abspath(file)

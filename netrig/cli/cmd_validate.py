@@ -11,8 +11,9 @@ from netrig.cli.common import SET_OPTION, console, parse_overrides, reports_erro
 @cli.command("validate")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @SET_OPTION
+@click.option("--topo", metavar="NAME[,ARG…]", help="Mininet files: which of their `topos`.")
 @reports_errors
-def validate(files: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | None) -> None:
     """Check lab or experiment FILES: keys, types, node references, names, addresses,
     every sweep point's measurements and events, and what this host lacks for them.
 
@@ -36,7 +37,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...]) -> None:
             continue
         if sets:
             raise click.UsageError("--set applies to experiment files (with measure:)")
-        plan = prepare.plan_file(file)
+        plan = prepare.plan_file(file, topo=topo if file.endswith(".py") else None)
         hosts = len(plan.hosts())
         switches = len(plan.nodes) - hosts
         parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,11 +32,15 @@ def reports_errors(fn: F) -> F:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
         from netrig.lab.build import LabError
         from netrig.model.load import SpecError
+        from netrig.model.problems import Note
         from netrig.model.yamlmarks import YamlSyntaxError
         from netrig.plan.model import UnknownName
 
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", Note)
+                warnings.showwarning = _show_notes(warnings.showwarning)
+                return fn(*args, **kwargs)
         except SpecError as exc:
             for problem in exc.problems:
                 err_console.print(f"[bold]{problem.where}[/]: {problem.message}", soft_wrap=True)
@@ -51,6 +56,26 @@ def reports_errors(fn: F) -> F:
             fail("interrupted; everything this command created was removed", 130)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _show_notes(fallback: Callable[..., None]) -> Callable[..., None]:
+    """Notes of other tools' file readers (netrig.model.problems.Note): each once, as
+    `file:line:col: note: …`; other warnings as Python shows them."""
+    from netrig.model.problems import Note
+
+    shown: set[str] = set()
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if not issubclass(category, Note):
+            fallback(message, category, *args, **kwargs)
+            return
+        text = str(message)
+        if text not in shown:
+            shown.add(text)
+            where, _, rest = text.partition(": ")
+            err_console.print(f"[bold]{where}[/]: [yellow]note:[/] {rest}", soft_wrap=True)
+
+    return show
 
 
 def node_argument(fn: F) -> F:

@@ -75,7 +75,7 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     t = BuildTimings()
     start = time.perf_counter()
     netns.prepare_run_dir()
-    nodes = list(plan.nodes.values())
+    nodes = [n for n in plan.nodes.values() if not n.shares]  # a sharing node has none
     ledger.intend_netns(plan.name, [(n.ns, n.name) for n in nodes])
 
     say(f"creating {len(nodes)} namespaces")

@@ -71,6 +71,56 @@ def _ports_settling(ns: str) -> bool:
     return netns.in_netns(ns, dump)
 
 
+IFF_RUNNING = 0x40  # operationally up: what a bridge acts on, a little after the carrier
+BR_STATE_FORWARDING = 3
+
+
+def wait_carrier(plan: LabPlan, timeout: float) -> list[str]:
+    """Wait until every link interface is operationally up and every port of a bridge
+    without STP forwards (the kernel reports a new veth's carrier a little later, and a
+    bridge acts on it later still); return `node:iface` still not there. What a lab
+    without a ping check waits for before it is used."""
+    waiting = {n.ns: {i.index: f"{n.name}:{i.name}" for i in n.ifaces}
+               for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
+    bridged = {n.ns for n in plan.nodes.values() if n.bridge and not n.bridge.stp}
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for ns in list(waiting):
+            ready = netns.in_netns(ns, lambda ns=ns: _ready_ports(ns in bridged))
+            waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
+            if not waiting[ns]:
+                del waiting[ns]
+        if not waiting or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return [label for ports in waiting.values() for label in ports.values()]
+
+
+def _ready_ports(bridged: bool) -> set[int]:
+    """Indexes of the calling thread's namespace's interfaces that are running (and, in a
+    bridge's namespace, whose bridge port forwards)."""
+    with nlwire.RtnlSocket() as sock:
+        replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo())
+        ports = sock.request(
+            nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo(family=AF_BRIDGE)
+        ) if bridged else []  # fmt: skip
+    running = set()
+    for _mtype, payload in replies:
+        _family, _type, index, flags = struct.unpack_from("=BxHiI", payload)
+        if flags & IFF_RUNNING:
+            running.add(index)
+    if not bridged:
+        return running
+    forwarding = set()
+    for _mtype, payload in ports:
+        index = struct.unpack_from("=BxHiI", payload)[2]
+        info = nlwire.parse_attrs(payload, 16).get(IFLA_PROTINFO)
+        state = nlwire.parse_attrs(info).get(IFLA_BRPORT_STATE) if info else None
+        if state and state[0] == BR_STATE_FORWARDING:
+            forwarding.add(index)
+    return running & forwarding
+
+
 def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
     """(source, target, address) pairs the lab's routing promises to connect."""
     hosts = plan.hosts()

@@ -74,6 +74,20 @@ def start(lab: Lab, node: str, name: str, argv: list[str]) -> None:
     lab.start_daemon(node, argv, name)
 
 
+def wait_until(lab: Lab, ready: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll `ready` until it holds; LabError naming a daemon of the lab that exited (with
+    its log tail) or, after `timeout` seconds, saying `what` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        crashed = lab.daemon_failures()
+        if crashed:
+            label, tail = crashed[0]
+            raise LabError(f"{label} exited; last log lines:\n{tail}")
+        if time.monotonic() > deadline:
+            raise LabError(f"{what} after {timeout:g} s")
+        time.sleep(0.05)
+
+
 def recorded(lab: Lab, node: str) -> dict[str, list[str]]:
     """The daemons start() ran in NODE: name → command line."""
     try:

@@ -24,6 +24,7 @@ NETNS_RUN_DIR = "/run/netns"
 CLONE_NEWNS = 0x00020000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY = 0x1
+MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
@@ -52,14 +53,16 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     _check(
         _libc.mount(
             source.encode() if source else None,
             target.encode(),
             fstype.encode() if fstype else None,
             flags,
-            None,
+            data.encode() if data else None,
         ),
         f"mount {target}",
     )

@@ -93,7 +93,8 @@ class LabRuntime:
         return path
 
     def private_run_dir(self, node: str) -> str | None:
-        if not self.plan.private_run and self.plan.node(node).ovs is None:
+        plan = self.plan.node(node)
+        if not (self.plan.private_run or plan.private_run) and plan.ovs is None:
             return None
         path = os.path.join(self.node_dir(node), "run")
         os.makedirs(path, exist_ok=True)
@@ -129,7 +130,8 @@ class LabRuntime:
     ) -> subprocess.CompletedProcess[Any]:
         """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
         kwargs.setdefault("text", True)
-        return run.run(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+        binds = self.plan.node(node).binds
+        return run.run(self.ns(node), argv, self.private_run_dir(node), binds, **kwargs)
 
     def popen(
         self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
@@ -137,7 +139,8 @@ class LabRuntime:
         """Start a long-running process in a node, recorded in the ledger by PID."""
         label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
         oid = self.ledger.intend_process(self.name, label, node)
-        proc = run.popen(self.ns(node), argv, self.private_run_dir(node), **kwargs)
+        binds = self.plan.node(node).binds
+        proc = run.popen(self.ns(node), argv, self.private_run_dir(node), binds, **kwargs)
         self.ledger.created_process(oid, proc.pid, process_starttime(proc.pid) or 0)
         return proc
 

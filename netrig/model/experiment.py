@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from netrig.model import yamlmarks
+from netrig.model import foreign, yamlmarks
 from netrig.model.expr import substitute
 from netrig.model.load import Problem, SpecError, _problems
 from netrig.model.models import LabSpec, Seconds, Strict
@@ -60,7 +60,8 @@ EXPERIMENT_KEYS = (
     "cooldown",
     "stop_on_failure",
 )
-NOT_SUBSTITUTED = ("vary", "params", "repeat", "order", "warmup", "cooldown", "stop_on_failure")
+# the experiment's own keys but measure and events, and `lab:` (a path to a lab file)
+NOT_SUBSTITUTED = ("lab", *(k for k in EXPERIMENT_KEYS if k not in ("measure", "events")))
 MAX_EXPR = 200  # characters inside one {…}
 MAX_POINTS = 10000
 
@@ -192,7 +193,10 @@ class PointModel:
 
 
 def load_experiment_model(
-    path: str, overrides: Mapping[str, str] | None = None, repeat: int | None = None
+    path: str,
+    overrides: Mapping[str, str] | None = None,
+    repeat: int | None = None,
+    name: str | None = None,
 ) -> ExperimentModel:
     """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong."""
     try:
@@ -200,7 +204,7 @@ def load_experiment_model(
             text = fh.read()
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_experiment_model_text(text, path, overrides, repeat)
+    return load_experiment_model_text(text, path, overrides, repeat, name)
 
 
 def load_experiment_model_text(
@@ -208,12 +212,15 @@ def load_experiment_model_text(
     file: str = "<string>",
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
+    name: str | None = None,
 ) -> ExperimentModel:
+    """`name` (--name) names the lab instead of the file's `name:`."""
     doc = yamlmarks.load(text, file)
     if not isinstance(doc.data, dict):
         raise SpecError(
             [Problem(doc.where(()), "an experiment file is a mapping (name:, measure:, …)")]
         )
+    doc = foreign.with_name(doc, name)  # with `lab:`, `name:` renames that file's lab
     _check_top_keys(doc)
     keys_data = {k: doc.data[k] for k in EXPERIMENT_KEYS if k in doc.data}
     try:
@@ -261,13 +268,44 @@ def substitute_point(model: ExperimentModel, values: dict[str, Any]) -> PointMod
     }
     if raw:
         raise SpecError([Problem(doc.where(path), msg) for path, msg in raw])
-    lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
-    lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
+    if "lab" in data:
+        lab_doc = _lab_file(doc, data)
+    else:
+        lab_data = {k: v for k, v in data.items() if k not in EXPERIMENT_KEYS}
+        lab_doc = yamlmarks.MarkedDoc(lab_data, doc.file, doc.value_marks, doc.key_marks)
     return PointModel(values, lab_doc, data["measure"], data.get("events") or [])
 
 
+def _lab_file(doc: yamlmarks.MarkedDoc, data: dict[str, Any]) -> yamlmarks.MarkedDoc:
+    """`lab: path`: the lab comes from that file (netrig, containerlab or Mininet, relative
+    to the experiment file); the experiment's `name:` (if any) names it."""
+    import os
+
+    where = doc.where(("lab",))
+    if not isinstance(data["lab"], str) or not data["lab"]:
+        raise SpecError([Problem(where, "lab: a path to a lab file, e.g. lab: fabric.clab.yml")])
+    extra = [k for k in data if k not in (*EXPERIMENT_KEYS, "lab", "name")]
+    if extra:
+        raise SpecError(
+            [
+                Problem(
+                    doc.where((extra[0],), key=True),
+                    f"{extra[0]!r} belongs in the lab file; with `lab:` the lab comes from it",
+                )
+            ]
+        )
+    path = os.path.join(os.path.dirname(os.path.abspath(doc.file)), data["lab"])
+    try:
+        lab_doc = foreign.lab_doc(path)
+    except SpecError as exc:
+        if exc.problems and exc.problems[0].where == path:  # unreadable: say where it was named
+            raise SpecError([Problem(where, exc.problems[0].message)]) from None
+        raise
+    return foreign.with_name(lab_doc, data.get("name"))
+
+
 def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
-    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS]
+    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS, "lab"]
     problems = []
     for key in doc.data:
         if key not in known:

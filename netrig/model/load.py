@@ -14,29 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from netrig.model import yamlmarks
+from netrig.model import foreign, yamlmarks
 from netrig.model.catalog import Catalog, RoutingTraits
 from netrig.model.models import LabSpec, Link, LinkAttrs, Node
+from netrig.model.problems import Problem, SpecError
 from netrig.model.topology import generate
-
-
-@dataclass(frozen=True)
-class Problem:
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
-
-
-class SpecError(Exception):
-    """Bad input: one or more problems, each pointing at file:line:col."""
-
-    exit_code = 2
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
-        self.problems = problems
 
 
 @dataclass
@@ -67,12 +49,12 @@ class LabGraph:
         return self.doc.where(path) if self.doc else "<spec>"
 
 
-def load_file(path: str, catalog: Catalog) -> LabGraph:
-    try:
-        doc = yamlmarks.load_file(path)
-    except OSError as exc:
-        raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_doc(doc, catalog)
+def load_file(
+    path: str, catalog: Catalog, name: str | None = None, topo: str | None = None
+) -> LabGraph:
+    """A lab file of netrig's, containerlab's (*.clab.yml) or Mininet's (*.py, `topo` picks
+    one of its `topos`), under another lab name if `name` is given."""
+    return load_doc(foreign.with_name(foreign.lab_doc(path, topo=topo), name), catalog)
 
 
 def load_text(text: str, file: str, catalog: Catalog) -> LabGraph:
@@ -235,9 +217,31 @@ def merge_graph(
         else:
             index_of[key] = len(graph.links)
             graph.links.append(glink)
+    _check_shared_netns(graph, problems)
     if problems:
         raise SpecError(problems)
     return graph
+
+
+def _check_shared_netns(graph: LabGraph, problems: list[Problem]) -> None:
+    """`netns: X` names a node with its own namespace, and the sharing node has no links."""
+    linked = {end for link in graph.links for end in (link.a, link.b)}
+    for name, node in graph.nodes.items():
+        if node.netns is None:
+            continue
+        where = graph.where((*graph.node_paths[name], "netns"))
+        other = graph.nodes.get(node.netns)
+        if other is None or node.netns == name:
+            hint = _did_you_mean(node.netns, graph.nodes)
+            problems.append(Problem(where, f"netns: no other node {node.netns!r}{hint}"))
+        elif other.netns is not None or other.kind != "host":
+            problems.append(
+                Problem(where, f"netns: {node.netns!r} must be a host with its own namespace")
+            )
+        elif name in linked:
+            problems.append(
+                Problem(where, f"{name} shares {node.netns}'s namespace, so it has no links")
+            )
 
 
 def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:

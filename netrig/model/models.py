@@ -6,6 +6,7 @@ turns pydantic's errors into `file:line:col` messages. Nothing here touches the 
 
 from __future__ import annotations
 
+import os
 import re
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network, ip_interface
 from typing import Annotated, Any, Literal
@@ -171,6 +172,22 @@ class Firewall(Strict):
     xdp_mode: Literal["native", "skb"] = Field("native", description="xdp engine: attach mode")
 
 
+def _bind(value: Any) -> str:
+    """HOST:NODE[:ro|rw], both absolute (readers of other tools' files resolve relative paths)."""
+    parts = str(value).split(":")
+    if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] not in ("ro", "rw")):
+        raise ValueError(f"bind {value!r} must be HOST_PATH:NODE_PATH or HOST_PATH:NODE_PATH:ro")
+    for path in parts[:2]:
+        if not path.startswith("/"):
+            raise ValueError(f"bind {value!r}: {path!r} is not an absolute path")
+    if os.path.normpath(parts[1]) == "/":
+        raise ValueError(f"bind {value!r}: cannot mount over /")
+    return str(value)
+
+
+Bind = Annotated[str, BeforeValidator(_bind)]
+
+
 class Node(Strict):
     name: NodeName
     kind: Literal["host", "switch"] = "host"
@@ -188,6 +205,24 @@ class Node(Strict):
         description="daemons the node runs, each `kind: {options}` (see netrig.services), "
         "e.g. [{nginx: {files: {1k: 1024}}}, {haproxy: {backends: [web1, web2]}}]",
     )
+    exec: list[str] = Field(
+        default_factory=list,
+        description="commands run in order inside the node once the lab is up (after routing "
+        "and services), each split as a shell would split it; a failing one fails `up`",
+    )
+    cmd: str | None = Field(
+        None, description="a long-running program started in the node (supervised, as a daemon)"
+    )
+    binds: list[Bind] = Field(
+        default_factory=list,
+        description="HOST_PATH:NODE_PATH[:ro]: files or directories mounted into the node's "
+        "private view of the filesystem (every program netrig runs in the node sees them)",
+    )
+    netns: NodeName | None = Field(
+        None,
+        description="share the network namespace of another node (own programs and binds, "
+        "that node's interfaces), as containerlab's network-mode container:X",
+    )
 
     @model_validator(mode="after")
     def _stp_on_switch(self) -> Node:
@@ -201,6 +236,8 @@ class Node(Strict):
             raise ValueError(f"{ovs_only[0]} applies to Open vSwitch nodes (switch: ovs)")
         if self.services and self.kind != "host":
             raise ValueError("services run on host nodes, not on a switch")
+        if (self.exec or self.cmd or self.binds or self.netns) and self.kind != "host":
+            raise ValueError("exec, cmd, binds and netns apply to host nodes, not to a switch")
         return self
 
 
@@ -282,6 +319,11 @@ class Addressing(Strict):
     ipv4: IPv4Network | None = IPv4Network("198.18.0.0/15")
     ipv6: IPv6Network | None = IPv6Network("2001:2::/48")
     loopbacks: bool = Field(True, description="a /32 (/128) per node on lo")
+    auto: bool = Field(
+        True,
+        description="false: netrig assigns no addresses but those a link gives explicitly "
+        "(the lab's own commands address it, as in a containerlab file)",
+    )
 
     @field_validator("ipv4", "ipv6", mode="before")
     @classmethod

@@ -78,6 +78,7 @@ def build_plan(graph: LabGraph) -> LabPlan:
                 Problem(graph.where(graph.node_paths[node.name]), f"namespace name {ns!r} too long")
             )
         nodes[node.name] = NodePlan(node.name, node.kind, ns, i)
+    _node_programs(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
 
@@ -156,6 +157,38 @@ def build_plan(graph: LabGraph) -> LabPlan:
         plan.nodes[name].routes = routes
     plan_services(graph, plan)  # after addresses: backends and VIPs are checked against them
     return plan
+
+
+def _node_programs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
+    """exec lines split into argv, cmd, binds, and the namespace a `netns:` node runs in."""
+    import shlex
+
+    for name, plan in nodes.items():
+        spec_node = graph.nodes[name]
+        path = graph.node_paths[name]
+        for i, line in enumerate(spec_node.exec):
+            try:
+                argv = shlex.split(line)
+            except ValueError as exc:
+                problems.append(Problem(graph.where((*path, "exec", i)), f"exec: {exc}"))
+                continue
+            if argv:
+                plan.exec.append(argv)
+        if spec_node.cmd:
+            try:
+                plan.cmd = shlex.split(spec_node.cmd) or None
+            except ValueError as exc:
+                problems.append(Problem(graph.where((*path, "cmd")), f"cmd: {exc}"))
+        for bind in spec_node.binds:
+            host, inside, *mode = bind.split(":")
+            plan.binds.append((host, inside, mode == ["ro"]))
+        if spec_node.netns:
+            plan.shares = spec_node.netns
+            plan.ns = f"{graph.spec.name}-{spec_node.netns}"
+        kinds = [next(iter(s)) if isinstance(s, dict) else s for s in spec_node.services]
+        known = graph.catalog.services.load()
+        wants_run = any(getattr(known.get(k), "private_run", False) for k in kinds)
+        plan.private_run = bool(plan.exec or plan.cmd or plan.binds or plan.shares or wants_run)
 
 
 def _assign_macs(lab: str, nodes: dict[str, NodePlan]) -> None:
@@ -355,12 +388,13 @@ def _assign_addresses(
             )
         )
     networks = [NetworkPlan([], list(seg.members), seg.cost) for seg in segments]
-    hosts = [n for n in nodes.values() if n.kind == "host"]
+    hosts = [n for n in nodes.values() if n.kind == "host" and not n.shares]
+    auto = addressing.auto
     for pool in families:
         loop_half, link_half = pool.subnets(prefixlen_diff=1)
         v4 = pool.version == 4
         host_bits = 32 if v4 else 128
-        if addressing.loopbacks and not graph.protocol.bridge_per_node:
+        if auto and addressing.loopbacks and not graph.protocol.bridge_per_node:
             if len(hosts) + 1 > loop_half.num_addresses:
                 problems.append(
                     Problem(
@@ -377,7 +411,9 @@ def _assign_addresses(
         for k in order:
             seg = segments[k]
             if seg.explicit:
-                _explicit_segment(graph, nodes, seg, networks[k], pool.version, problems)
+                _explicit_segment(graph, nodes, seg, networks[k], pool.version, problems, auto)
+                continue
+            if not auto:
                 continue
             size = _block_size(seg, v4)
             try:
@@ -426,12 +462,16 @@ def _explicit_segment(
     network: NetworkPlan,
     version: int,
     problems: list[Problem],
+    auto: bool = True,
 ) -> None:
-    """Explicit addresses: every port of the subnet must have them, in one subnet."""
+    """Explicit addresses: every port of the subnet must have them (unless netrig assigns
+    none: then a port without one stays without), in one subnet."""
     assert seg.explicit is not None
     nets = set()
     for member in seg.members:
         given = seg.explicit.get(member)
+        if given is None and not auto:
+            continue
         if given is None:
             problems.append(
                 Problem(
@@ -447,7 +487,9 @@ def _explicit_segment(
                 continue
             nets.add(iface_net)
             _port_addrs(nodes[member[0]], member[1]).append(cidr)
-    if len(nets) > 1:
+    if len(nets) > 1 and not auto:  # the file's own addressing: several subnets may share
+        network.prefixes.extend(sorted(map(str, nets)))
+    elif len(nets) > 1:
         problems.append(
             Problem(
                 graph.where(("links",)),

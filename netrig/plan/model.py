@@ -83,6 +83,11 @@ class NodePlan:
     neighbors: list[tuple[int, str, str]] = field(default_factory=list)
     firewall: dict[str, Any] | None = None  # a netrig.firewall.FirewallPlan as a dict
     services: list[ServicePlan] = field(default_factory=list)
+    exec: list[list[str]] = field(default_factory=list)  # argv of each line, run in order
+    cmd: list[str] | None = None  # a long-running program (a supervised daemon)
+    binds: list[tuple[str, str, bool]] = field(default_factory=list)  # (host, node, read-only)
+    shares: str | None = None  # the node whose network namespace this one runs in
+    private_run: bool = False  # programs in this node get their own /run
 
     def iface(self, name: str) -> IfacePlan:
         for iface in self.ifaces:
@@ -190,6 +195,7 @@ class LabPlan:
             ]
             n["neighbors"] = [tuple(x) for x in n["neighbors"]]
             n["services"] = [ServicePlan(**x) for x in n.get("services", [])]
+            n["binds"] = [tuple(b) for b in n.get("binds", [])]
             nodes[name] = NodePlan(**n)
         data["nodes"] = nodes
         data["links"] = [LinkPlan(**link) for link in data["links"]]

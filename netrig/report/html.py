@@ -101,6 +101,7 @@ def render(data: StoredExperiment, generated: datetime | None = None) -> str:
         '</section><section id="host">',
         _on_what(data),
         "</section></div>",
+        _lab_picture(data),
         _plots(data, metrics, layout),
         _results(data, metrics),
         _comparisons(data, metrics, layout),
@@ -207,6 +208,20 @@ def _what_was_run(data: StoredExperiment) -> str:
         f'<pre class="file">{escape(e.file_text.rstrip())}</pre>'
         f'<p class="note">The experiment file as stored with the results '
         f"(sha256 {escape(e.file_hash[:16])}…).</p>"
+    )
+
+
+def _lab_picture(data: StoredExperiment) -> str:
+    """The lab, drawn from the stored experiment file (its first sweep point)."""
+    from netrig.report.labgraph import experiment_svg
+
+    svg, why = experiment_svg(data.experiment.file_text)
+    if svg is None:
+        return f'<h2>The lab</h2><p class="note">No picture: {escape(why)}.</p>'
+    return (
+        f'<h2>The lab</h2><figure class="lab">{svg}</figure>'
+        '<p class="note">Nodes by role (host, router, switch); each link end with its '
+        "interface and addresses (`netrig graph FILE -o lab.svg` draws it too).</p>"
     )
 
 

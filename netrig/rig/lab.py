@@ -14,7 +14,7 @@ from typing import Any
 
 from netrig import routing, services
 from netrig.firewall import _lab as firewall
-from netrig.lab import check, teardown
+from netrig.lab import check, programs, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
@@ -38,8 +38,9 @@ class Lab(LabRuntime):
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def from_file(cls, path: str) -> Lab:
-        plan = plan_file(path)
+    def from_file(cls, path: str, name: str | None = None, topo: str | None = None) -> Lab:
+        """A lab file (netrig, containerlab or Mininet), as lab NAME if given."""
+        plan = plan_file(path, name, topo)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
@@ -80,6 +81,7 @@ class Lab(LabRuntime):
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
             services.start_all(self, say)
+            programs.start(self, say)
         except BaseException:
             self.down()
             raise
@@ -160,6 +162,10 @@ class Lab(LabRuntime):
             settling += ovs.wait_stp(self, max(timeout, 20.0))
         if settling:
             raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
+        if not check_reachability or self.plan.reachability == "none":
+            dark = check.wait_carrier(self.plan, timeout)  # no pings wait for the links
+            if dark:
+                raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
         if check_reachability and self.plan.reachability != "none":
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)

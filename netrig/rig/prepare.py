@@ -52,8 +52,9 @@ def catalog() -> Catalog:
 # ------------------------------------------------------------------ lab files
 
 
-def load_file(path: str) -> LabGraph:
-    return model_load.load_file(path, catalog())
+def load_file(path: str, name: str | None = None, topo: str | None = None) -> LabGraph:
+    """A lab file (netrig, containerlab, Mininet: `topo` picks its Topo), as lab NAME."""
+    return model_load.load_file(path, catalog(), name, topo)
 
 
 def load_text(text: str, file: str = "<string>") -> LabGraph:
@@ -76,14 +77,16 @@ def plan_lab(graph: LabGraph) -> LabPlan:
     return plan
 
 
-def plan_file(path: str) -> LabPlan:
-    plan = plan_lab(load_file(path))
+def plan_file(path: str, name: str | None = None, topo: str | None = None) -> LabPlan:
+    plan = plan_lab(load_file(path, name, topo))
     return plan
 
 
 def is_experiment_file(path: str) -> bool:
     """True when the file has `measure:` (or another experiment key); False for a lab file
     (also for one that does not parse: the lab loader then says why)."""
+    if path.endswith(".py"):  # a Mininet topology: a lab
+        return False
     try:
         return is_experiment(yamlmarks.load_file(path).data)
     except (OSError, SpecError):
@@ -94,10 +97,15 @@ def is_experiment_file(path: str) -> bool:
 
 
 def load_experiment(
-    path: str, overrides: Mapping[str, str] | None = None, repeat: int | None = None
+    path: str,
+    overrides: Mapping[str, str] | None = None,
+    repeat: int | None = None,
+    name: str | None = None,
 ) -> ExperimentPlan:
-    """Read, plan and check an experiment file; SpecError (file:line:col) if it is wrong."""
-    return _checked(plan_experiment(load_experiment_model(path, overrides, repeat), catalog()))
+    """Read, plan and check an experiment file (its lab named `name` if given); SpecError
+    (file:line:col) if it is wrong."""
+    model = load_experiment_model(path, overrides, repeat, name)
+    return _checked(plan_experiment(model, catalog()))
 
 
 def load_experiment_text(

@@ -67,6 +67,7 @@ class Service(Plugin[ServiceOptionsT]):
     """Base class of a service plugin; stateless, options are passed to every call."""
 
     Options: ClassVar[type[ServiceOptions]] = ServiceOptions
+    private_run: ClassVar[bool] = False  # its daemons keep sockets and pid files in /run
 
     def tools(self, options: ServiceOptionsT) -> dict[str, str]:
         """Programs these options run → the Debian package of each (of `programs`)."""

@@ -269,15 +269,7 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
 
 
 def _wait_for(lab: Lab, node: str, what: str, ready: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while not ready():
-        crashed = lab.daemon_failures()
-        if crashed:
-            label, tail = crashed[0]
-            raise LabError(f"{label} exited during start-up; last log lines:\n{tail}")
-        if time.monotonic() > deadline:
-            raise LabError(f"{node}: Open vSwitch did not get {what} within {START_TIMEOUT:g} s")
-        time.sleep(0.02)
+    daemons.wait_until(lab, ready, START_TIMEOUT, f"{node}: Open vSwitch did not get {what}")
 
 
 def _connected(lab: Lab, node: str) -> bool:

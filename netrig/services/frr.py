@@ -1,0 +1,112 @@
+"""frr: Debian's FRR in a node, configured by the node's own /etc/frr (as the FRR image is).
+
+    - {name: r1, services: [frr], binds: ["/lab/r1/daemons:/etc/frr/daemons",
+                                        "/lab/r1/frr.conf:/etc/frr/frr.conf"]}
+
+What a containerlab node with an FRR image (frrouting/frr) becomes. The daemons file the
+node sees says which daemons run (`bgpd=yes`, with `bgpd_options`); zebra and staticd
+always run. Each daemon is supervised by netrig (ledger, log `<node dir>/frr-<daemon>.log`),
+with the node's private /run holding their sockets and pid files, so several FRR nodes
+never meet; `watchfrr` watches them as in the image (the service's own daemon, `frr`).
+Once every daemon answers, `vtysh -b` loads the node's /etc/frr/frr.conf.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from netrig.lab import daemons
+from netrig.lab.build import LabError
+from netrig.services import Service, ServiceOptions, register
+
+if TYPE_CHECKING:
+    from netrig.lab.runtime import LabRuntime as Lab
+
+FRR_DIR = "/usr/lib/frr"
+ALWAYS = ("zebra", "staticd")  # as frrcommon.sh: these run whatever the daemons file says
+KNOWN = ("zebra", "bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "pim6d", "ldpd",
+         "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "staticd", "bfdd", "fabricd", "vrrpd",
+         "pathd")  # fmt: skip
+SOCKET_TIMEOUT = 10.0
+
+
+class FrrOptions(ServiceOptions):
+    port: int = Field(2601, ge=1, le=65535, description="zebra's vty port (informational)")
+
+
+def parse_daemons(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The daemons file: which daemons run (zebra first) and each one's options.
+
+    >>> parse_daemons('bgpd=yes\\nbgpd_options="  -A 127.0.0.1"\\nospfd=no\\n')[0]
+    ['zebra', 'bgpd', 'staticd']
+    """
+    enabled: dict[str, bool] = {}
+    options: dict[str, list[str]] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if "=" not in line:
+            continue
+        key, value = (part.strip() for part in line.split("=", 1))
+        try:
+            words = shlex.split(" ".join(shlex.split(value)))  # a shell variable's words
+        except ValueError:
+            continue
+        if key.endswith("_options") and key.removesuffix("_options") in KNOWN:
+            options[key.removesuffix("_options")] = words
+        elif key in KNOWN:
+            enabled[key] = words[:1] == ["yes"]
+    order = [d for d in KNOWN if d in ALWAYS or enabled.get(d)]
+    return ["zebra", *[d for d in order if d != "zebra"]], options
+
+
+@register
+class Frr(Service):
+    name = "frr"
+    summary = "Debian's FRR with the node's /etc/frr (daemons, frr.conf), as the FRR image"
+    Options = FrrOptions
+    private_run = True  # zebra's socket, the vty sockets and pid files: per node
+
+    def tools(self, options: Any) -> dict[str, str]:
+        return {f"{FRR_DIR}/zebra": "frr", f"{FRR_DIR}/watchfrr": "frr", "vtysh": "frr"}
+
+    def start(self, lab: Lab, node: str, options: Any) -> None:
+        shown = lab.exec(node, ["cat", "/etc/frr/daemons"], capture_output=True)
+        if shown.returncode != 0:
+            raise LabError(f"{node}: frr: cannot read /etc/frr/daemons: {shown.stderr.strip()}")
+        names, opts = parse_daemons(shown.stdout)
+        run_dir = lab.private_run_dir(node)
+        assert run_dir is not None
+        frr_run = os.path.join(run_dir, "frr")
+        os.makedirs(frr_run, exist_ok=True)
+        try:
+            user = pwd.getpwnam("frr")
+            os.chown(frr_run, user.pw_uid, user.pw_gid)
+        except KeyError:
+            pass  # no frr user: the daemons keep running as root
+        for name in names:
+            argv = [f"{FRR_DIR}/{name}", "--log", "stdout", *opts.get(name, [])]
+            daemons.start(lab, node, f"frr-{name}", argv)
+            if name == "zebra":  # the others connect to zebra's socket
+                self._wait_sockets(lab, node, frr_run, ["zserv.api"])
+        self._wait_sockets(lab, node, frr_run, [f"{n}.vty" for n in names])
+        daemons.start(lab, node, "frr", [f"{FRR_DIR}/watchfrr", *names])
+        loaded = lab.exec(node, ["vtysh", "-b"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if loaded.returncode != 0:
+            raise LabError(f"{node}: frr: vtysh -b could not load /etc/frr/frr.conf:\n"
+                           f"{loaded.stdout.strip()}")  # fmt: skip
+
+    def _wait_sockets(self, lab: Lab, node: str, frr_run: str, names: list[str]) -> None:
+        def missing() -> list[str]:
+            return [n for n in names if not os.path.exists(os.path.join(frr_run, n))]
+
+        daemons.wait_until(lab, lambda: not missing(), SOCKET_TIMEOUT,
+                           f"{node}: frr: no {', '.join(missing())}")  # fmt: skip
+
+    def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
+        return True  # start() returns once every daemon answers and frr.conf is loaded

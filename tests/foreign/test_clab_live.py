@@ -1,0 +1,231 @@
+"""containerlab files up for real: linux nodes on a bridge, FRR with bound files, exec, cmd,
+binds, a shared namespace, and one file up twice under two names."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from netrig.lab import netns
+from netrig.lab.build import LabError
+from netrig.lab.ledger import Ledger, process_alive
+from netrig.lab.teardown import teardown
+from netrig.rig import Lab
+from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
+
+pytestmark = requires_root
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _down(name: str) -> None:
+    ledger = Ledger()
+    if name in ledger.all_lab_names():
+        teardown(ledger, name)
+    ledger.close()
+
+
+def test_bridge_example_up_twice_under_two_names_and_pinging() -> None:
+    names = [new_lab_name("cb"), new_lab_name("cb")]
+    path = str(EXAMPLES / "clab-bridge.clab.yml")
+    try:
+        for name in names:
+            up = netrig_cli("up", path, "--name", name)
+            assert up.returncode == 0, up.stderr
+            assert f"lab {name} is up" in up.stdout and "198.51.100.3/24" in up.stdout
+            assert "package install skipped" in up.stderr
+        for name in names:
+            ping = netrig_cli("exec", name, "h1", "--", "ping", "-c1", "-w5", "198.51.100.3")
+            assert ping.returncode == 0 and "1 received" in ping.stdout, ping.stdout
+            mtu = netrig_cli("exec", name, "h3", "--", "cat", "/sys/class/net/eth1/mtu")
+            assert mtu.stdout.strip() == "9000"
+    finally:
+        for name in names:
+            netrig_cli("down", name)
+    assert not any(ns.startswith(tuple(f"{n}-" for n in names)) for ns in netns.list_names())
+
+
+@requires_tool("vtysh")
+def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> None:
+    name = new_lab_name("cf")
+    lab = Lab.from_file(str(EXAMPLES / "clab-frr" / "frr.clab.yml"), name=name)
+    try:
+        lab.up()  # h2's last exec line waits until OSPF carries h1 ↔ h2
+        seen = lab.exec("r1", ["cat", "/etc/frr/frr.conf"], capture_output=True).stdout
+        assert seen == (EXAMPLES / "clab-frr" / "r1" / "frr.conf").read_text()
+        ping = lab.exec("h1", ["ping", "-c3", "-i0.2", "-W2", "203.0.113.70"], capture_output=True)
+        assert ping.returncode == 0 and "3 received" in ping.stdout
+        route = lab.exec("r1", ["ip", "route", "show", "203.0.113.64/26"], capture_output=True)
+        assert "proto ospf" in route.stdout  # learnt by r1's ospfd, from r2
+        neighbors = lab.exec("r2", ["vtysh", "-c", "show ip ospf neighbor"], capture_output=True)
+        assert "192.0.2.1" in neighbors.stdout and "Full" in neighbors.stdout
+        pids = [(o.pid, o.starttime) for o in lab.ledger.objects(name, "process") if o.pid]
+        assert len(pids) >= 8  # zebra, ospfd, staticd and watchfrr in each router
+    finally:
+        lab.down()
+    assert not any(process_alive(pid, start) for pid, start in pids)
+
+
+def test_cmd_binds_read_only_and_shared_namespace(tmp_path: Path) -> None:
+    (tmp_path / "motd").write_text("bound\n")
+    path = tmp_path / "side.clab.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: side
+            topology:
+              nodes:
+                main:
+                  kind: linux
+                  cmd: sleep 600
+                  binds: ["motd:/etc/motd:ro"]
+                  exec: ["ip addr add 192.0.2.1/24 dev eth1"]
+                peer:
+                  kind: linux
+                  exec: ["ip addr add 192.0.2.2/24 dev eth1"]
+                sidecar:
+                  kind: linux
+                  network-mode: container:main
+                  exec: ["ping -c1 -w5 192.0.2.2"]
+              links:
+                - endpoints: ["main:eth1", "peer:eth1"]
+            """
+        )
+    )
+    name = new_lab_name("cs")
+    lab = Lab.from_file(str(path), name=name)
+    try:
+        lab.up()  # the sidecar's ping ran in main's namespace, through main's eth1
+        assert len(netns.list_names()) == len(set(netns.list_names()))
+        assert not netns.exists(f"{name}-sidecar") and netns.exists(f"{name}-main")
+        motd = lab.exec("main", ["cat", "/etc/motd"], capture_output=True)
+        assert motd.stdout == "bound\n"
+        assert lab.exec("peer", ["cat", "/etc/motd"], capture_output=True).stdout != "bound\n"
+        write = lab.exec("main", ["sh", "-c", "echo x > /etc/motd"], capture_output=True)
+        assert write.returncode != 0 and "Read-only" in write.stderr
+        links = lab.exec("sidecar", ["ip", "-br", "link"], capture_output=True).stdout
+        assert "eth1" in links
+        cmd = [o for o in lab.ledger.objects(name, "process") if o.name.endswith("/main/cmd")]
+        assert len(cmd) == 1 and process_alive(cmd[0].pid, cmd[0].starttime)
+    finally:
+        lab.down()
+    assert not process_alive(cmd[0].pid, cmd[0].starttime)
+    assert (tmp_path / "motd").read_text() == "bound\n"
+
+
+def test_failing_exec_line_fails_up_and_removes_the_lab(tmp_path: Path) -> None:
+    path = tmp_path / "fail.clab.yml"
+    path.write_text(
+        "name: fail\ntopology:\n  nodes:\n    a:\n      kind: linux\n"
+        '      exec: ["ip link set nosuch up"]\n'
+    )
+    name = new_lab_name("cx")
+    try:
+        with pytest.raises(LabError, match="a: exec ip link set nosuch up exited with"):
+            Lab.from_file(str(path), name=name).up()
+        assert not netns.exists(f"{name}-a")
+    finally:
+        _down(name)
+
+
+def test_experiment_on_a_containerlab_lab(tmp_path: Path) -> None:
+    name = new_lab_name("ce")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(
+        f"lab: {EXAMPLES / 'clab-bridge.clab.yml'}\nname: {name}\n"
+        "measure:\n  - ping: {src: h1, dst: h3, count: 3, interval: 0.1}\n"
+    )
+    db = tmp_path / "r.db"
+    started = time.monotonic()
+    try:
+        wide = {**os.environ, "COLUMNS": "200"}
+        result = netrig_cli("run", str(exp), "--db", str(db), "-q", env=wide)
+        assert result.returncode == 0, result.stderr
+        assert "loss_percent" in result.stdout and "rtt_avg" in result.stdout
+    finally:
+        _down(name)
+    assert time.monotonic() - started < 120
+    assert os.path.exists(db)
+
+
+def test_bind_to_a_path_the_host_lacks_is_made_in_the_node_only(tmp_path: Path) -> None:
+    (tmp_path / "hello.sh").write_text("echo made-in-node\n")
+    target = "/opt/netrig-bind-test/hello.sh"
+    assert not os.path.exists("/opt/netrig-bind-test")
+    path = tmp_path / "view.clab.yml"
+    path.write_text(
+        "name: view\ntopology:\n  nodes:\n    a:\n      kind: linux\n"
+        f'      binds: ["hello.sh:{target}:ro"]\n'
+        f'      exec: ["sh {target}", "ls {target}"]\n'
+    )
+    name = new_lab_name("cv")
+    lab = Lab.from_file(str(path), name=name)
+    try:
+        lab.up()
+        seen = lab.exec("a", ["cat", target], capture_output=True)
+        assert seen.returncode == 0 and "made-in-node" in seen.stdout
+        assert not os.path.exists("/opt/netrig-bind-test")  # the host never sees it
+    finally:
+        lab.down()
+    assert not os.path.exists("/opt/netrig-bind-test")
+
+
+def test_addresses_set_by_exec_lines_themselves_carry_traffic(tmp_path: Path) -> None:
+    """`brd +` keeps these lines exec lines (netrig lifts only the plain form): the kernel
+    gets the addresses from the commands, in the nodes, after the links are up."""
+    path = tmp_path / "execd.clab.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: execd
+            topology:
+              defaults: {kind: linux}
+              nodes:
+                a: {exec: ["ip addr add 198.51.100.10/24 brd + dev eth1"]}
+                b: {exec: ["ip addr add 198.51.100.20/24 brd + dev eth1"]}
+                br: {kind: bridge}
+              links:
+                - endpoints: ["a:eth1", "br:a"]
+                - endpoints: ["b:eth1", "br:b"]
+            """
+        )
+    )
+    lab = Lab.from_file(str(path), name=new_lab_name("cd"))
+    assert lab.plan.nodes["a"].iface("eth1").addrs == []  # not netrig's: the exec line's
+    try:
+        lab.up()
+        ping = lab.exec("a", ["ping", "-c1", "-w5", "198.51.100.20"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+    finally:
+        lab.down()
+
+
+@requires_tool("ovs-vsctl")
+def test_ovs_bridge_kind_is_an_open_vswitch_switch_node(tmp_path: Path) -> None:
+    path = tmp_path / "ovs.clab.yml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: ovs
+            topology:
+              nodes:
+                a: {kind: linux, exec: ["ip addr add 198.51.100.1/24 dev eth1"]}
+                b: {kind: linux, exec: ["ip addr add 198.51.100.2/24 dev eth1"]}
+                sw: {kind: ovs-bridge}
+              links:
+                - endpoints: ["a:eth1", "sw:a"]
+                - endpoints: ["b:eth1", "sw:b"]
+            """
+        )
+    )
+    lab = Lab.from_file(str(path), name=new_lab_name("co"))
+    assert lab.plan.nodes["sw"].ovs is not None
+    try:
+        lab.up()
+        ping = lab.exec("a", ["ping", "-c1", "-w10", "198.51.100.2"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout
+    finally:
+        lab.down()

@@ -1,0 +1,72 @@
+"""`netrig export --format clab`: a netrig lab as a containerlab file, and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from netrig.plan.export_clab import to_clab
+from netrig.plan.lab import build_plan
+from netrig.rig import Lab
+from netrig.rig.prepare import load_file
+from tests.conftest import netrig_cli, new_lab_name, requires_root
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_ring_exported_in_containerlabs_grammar(tmp_path: Path) -> None:
+    plan = build_plan(load_file(str(EXAMPLES / "ring16.yaml")))
+    data = yaml.safe_load(to_clab(plan, "ring16.yaml"))
+    assert set(data) == {"name", "topology"} and data["name"] == "ring16"
+    topo = data["topology"]
+    assert topo["defaults"]["kind"] == "linux"
+    assert set(topo["nodes"]) == set(plan.nodes)
+    assert all(n["network-mode"] == "none" for n in topo["nodes"].values())  # eth0 is ours
+    assert topo["links"][0] == {"endpoints": ["n1:eth0", "n2:eth0"]}
+    n1 = topo["nodes"]["n1"]["exec"]
+    assert "ip addr add 198.18.0.1/32 dev lo" in n1
+    assert any(line.startswith("ip route add 198.18.0.9/32 src 198.18.0.1 nexthop") for line in n1)
+
+
+def test_read_back_gives_the_same_addresses_and_links(tmp_path: Path) -> None:
+    src = tmp_path / "lab.yaml"
+    src.write_text(
+        "name: back\nnodes: [{name: a}, {name: b}, {name: sw, kind: switch}, {name: c}]\n"
+        "links:\n  - {a: a, b: b, mtu: 9000, rate: 10mbit}\n  - {a: b, b: sw}\n"
+        "  - {a: c, b: sw}\n"
+    )
+    out = tmp_path / "back.clab.yml"
+    result = netrig_cli("export", str(src), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    original = build_plan(load_file(str(src)))
+    again = build_plan(load_file(str(out)))
+    for name, node in original.nodes.items():
+        assert [(i.name, i.addrs) for i in node.ifaces] == [
+            (i.name, i.addrs) for i in again.nodes[name].ifaces
+        ]
+    assert [link.mtu for link in again.links] == [9000, None, None]
+    assert again.nodes["sw"].exec[0] == ["ip", "link", "add", "br0", "type", "bridge"]
+    assert any(argv[:2] == ["tc", "qdisc"] for argv in again.nodes["a"].exec)
+
+
+def test_daemons_named_in_the_header_not_exported() -> None:
+    result = netrig_cli("export", str(EXAMPLES / "ospf-ring6.yaml"))
+    assert result.returncode == 0
+    assert "# Not exported (netrig runs them itself): routing ospf" in result.stdout
+    assert "note:" in result.stderr
+
+
+@requires_root
+def test_exported_ring_up_routes_like_the_original(tmp_path: Path) -> None:
+    out = tmp_path / "ring.clab.yml"
+    assert netrig_cli("export", str(EXAMPLES / "ring16.yaml"), "-o", str(out)).returncode == 0
+    lab = Lab.from_file(str(out), name=new_lab_name("ex"))
+    try:
+        lab.up()
+        ping = lab.exec("n1", ["ping", "-c1", "-w5", "198.18.0.9"], capture_output=True)
+        assert ping.returncode == 0, ping.stdout
+        routes = lab.exec("n1", ["ip", "route", "show", "198.18.0.9"], capture_output=True)
+        assert routes.stdout.count("nexthop via") == 2  # both ways round the ring, as netrig's
+    finally:
+        lab.down()
