@@ -3,9 +3,11 @@
 The child enters the node's namespace after fork (preexec), unshares a mount namespace
 that does not propagate back to the host, mounts a sysfs that shows the node's devices
 (as `ip netns exec` does), and, when asked, bind-mounts the node's private run directory
-over /run, so daemons such as batmand keep pid files and sockets per node, and mounts the
-node's binds (host files seen at other paths inside the node, e.g. a router's config); a
-bind target the host lacks is created in an overlay private to the node (`_create_in_view`).
+over /run, so daemons such as batmand keep pid files and sockets per node (a folder
+`etc/NAME` in it is the node's own /etc/NAME where /etc/NAME exists: FRR's /etc/frr, so what
+vtysh writes there stays in the node), and mounts the node's binds (host files seen at
+other paths inside the node, e.g. a router's config); a bind target the host lacks is
+created in an overlay private to the node (`_create_in_view`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from netrig.lab import netns
+
+ETC_VIEWS = "etc"  # folder of the private run directory whose folders replace those of /etc
+
+
+def _etc_views(private_run: str) -> list[str]:
+    try:
+        names = os.listdir(os.path.join(private_run, ETC_VIEWS))
+    except FileNotFoundError:
+        return []
+    return [n for n in names if os.path.isdir(os.path.join("/etc", n))]
+
 
 Binds = Sequence[tuple[str, str, bool]]  # (host path, path in the node, read-only)
 
@@ -36,7 +49,10 @@ def enter_fn(ns: str, private_run: str | None = None, binds: Binds = ()) -> Call
         except OSError:
             pass  # a sysfs that shows the host's devices is a nuisance, not an error
         if private_run:
+            views = _etc_views(private_run)
             netns.mount(private_run, "/run", None, netns.MS_BIND)
+            for name in views:  # /run is the node's now: its etc/NAME is at /run/etc/NAME
+                netns.mount(f"/run/{ETC_VIEWS}/{name}", f"/etc/{name}", None, netns.MS_BIND)
         view = os.path.join(os.path.dirname(private_run), "view") if private_run else None
         overlaid: set[str] = set()
         for source, target, read_only in binds:
