@@ -15,7 +15,7 @@ from ipaddress import IPv4Address
 from typing import TYPE_CHECKING
 
 from netrig.routing._frr import RTPROT_OSPF, FrrProtocol, cost, point_to_point, router_id
-from netrig.routing.ospf import OspfOptions
+from netrig.routing._ospf_options import OspfOptions
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
