@@ -12,7 +12,7 @@ def test_each_package_finds_all_its_plugins_without_a_list() -> None:
     assert {"iperf3", "ping", "command", "convergence", "pps", "wrk", "ab"} <= set(
         measure.load_plugins()
     )
-    assert {"static", "ecmp", "bridge", "none", "batman", "babel", "ospf"} == set(
+    assert {"static", "ecmp", "bridge", "none", "batman", "babel", "ospf", "bgp", "isis"} == set(
         routing.load_plugins()
     )
     assert {"iptables", "nftables", "xdp"} == set(firewall.load_plugins())

@@ -108,6 +108,11 @@ INTERVALS_OPTION = click.option(
     help="Warn when the runs are too few to detect a relative difference of this size.",
 )
 @click.option("-w", "--width", type=click.IntRange(10), help="Width of ministat's plot.")
+@click.option(
+    "--by",
+    type=click.Choice(["host"]),
+    help="host: compare A and B within each cluster host (netrig run --cluster).",
+)
 @INTERVALS_OPTION
 @DB_OPTION
 def compare_command(
@@ -117,6 +122,7 @@ def compare_command(
     confidence: str,
     detect: str,
     width: int | None,
+    by: str | None,
     intervals: bool,
     db: str,
 ) -> None:
@@ -136,7 +142,9 @@ def compare_command(
     test finds the variances differ, the Mann-Whitney U test (no normality assumed:
     latencies), and a warning when the runs per side are too few to detect a
     --detect difference with 80% power. Only runs that succeeded give values;
-    failed runs are listed with their reasons.
+    failed runs are listed with their reasons. Runs made on a cluster (netrig run
+    --cluster) warn when A and B ran on different hosts; --by host compares within
+    each host.
 
     Exit codes: 0 compared, 1 some metric had too few values on a side, 2 bad input.
     """
@@ -156,6 +164,7 @@ def compare_command(
                 detect=relative,
                 width=shown_width,
                 intervals=intervals,
+                by=by,
             )
     stdout.write(text.encode())
     stdout.flush()
@@ -191,9 +200,10 @@ def compare_text(
     detect: float | None = 0.02,
     width: int = 74,
     intervals: bool = False,
+    by: str | None = None,
 ) -> tuple[str, int]:
-    """The whole `netrig compare` output and its exit code."""
-    from netrig.report import verdicts
+    """The whole `netrig compare` output and its exit code (by="host": one comparison per
+    cluster host)."""
     from netrig.stats.stored import collect, pooled, resolve_metrics, sample_kind
 
     sa, sb, da, db = _sides(store, a, b)
@@ -219,25 +229,74 @@ def compare_text(
         out.append(f"== {metric}" + (" per-interval samples" if kind == "intervals" else ""))
         for symbol, selector, groups in (("x", sa, ga), ("+", sb, gb)):
             out.extend(_side_notes(symbol, str(selector), groups))
-        va, vb = pooled(ga).array, pooled(gb).array
-        if min(len(va), len(vb)) < 2:
-            short = "x" if len(va) < 2 else "+"
-            out.append(
-                f"cannot compare: {short} has {min(len(va), len(vb))} value(s); at least 2 "
-                "per side are needed"
-            )
-            code = EXIT_FAILURE
+        hosts_a, hosts_b = _host_counts(ga), _host_counts(gb)
+        if by == "host":
+            for host in sorted(set(hosts_a) | set(hosts_b)):
+                only = (("host", host),)
+                ha = collect(da, metric, filters=(*sa.filters, *only), kind=kind)
+                hb = collect(db, metric, filters=(*sb.filters, *only), kind=kind)
+                out.append(f"-- on host {host}")
+                if not _verdict(out, pooled(ha).array, pooled(hb).array, names, confidence,
+                                width, detect):
+                    code = EXIT_FAILURE
             continue
-        block = verdicts.ministat_block(names, va, vb, confidence, width)
-        if block is None:
-            out.append(
-                f"(ministat's block left out: it needs at least {verdicts.MINISTAT_MIN_VALUES} "
-                f"values per side, here {len(va)} and {len(vb)})"
-            )
-        else:
-            out.append(block.decode().rstrip("\n"))
-        out.extend(verdicts.beyond_ministat(verdicts.compare(va, vb, confidence, detect)))
+        out.extend(_confounding(hosts_a, hosts_b))
+        if not _verdict(out, pooled(ga).array, pooled(gb).array, names, confidence, width,
+                        detect):
+            code = EXIT_FAILURE
     return "\n".join(out) + "\n", code
+
+
+def _verdict(out: list[str], va: Any, vb: Any, names: tuple[str, str], confidence: float,
+             width: int, detect: float | None) -> bool:
+    """ministat's block and what ministat lacks, for two arrays; False if too few values."""
+    from netrig.report import verdicts
+
+    if min(len(va), len(vb)) < 2:
+        short = "x" if len(va) < 2 else "+"
+        out.append(
+            f"cannot compare: {short} has {min(len(va), len(vb))} value(s); at least 2 "
+            "per side are needed"
+        )
+        return False
+    block = verdicts.ministat_block(names, va, vb, confidence, width)
+    if block is None:
+        out.append(
+            f"(ministat's block left out: it needs at least {verdicts.MINISTAT_MIN_VALUES} "
+            f"values per side, here {len(va)} and {len(vb)})"
+        )
+    else:
+        out.append(block.decode().rstrip("\n"))
+    out.extend(verdicts.beyond_ministat(verdicts.compare(va, vb, confidence, detect)))
+    return True
+
+
+def _host_counts(groups: Sequence[Any]) -> dict[str, int]:
+    """Runs that gave values, per cluster host (empty: not run on a cluster)."""
+    counts: dict[str, int] = {}
+    for g in groups:
+        for run in g.ok_runs:
+            if run.host:
+                counts[run.host] = counts.get(run.host, 0) + 1
+    return counts
+
+
+def _confounding(a: dict[str, int], b: dict[str, int]) -> list[str]:
+    """A warning when A's and B's runs come from different hosts (or in very different
+    shares): a difference between them may then be one between hosts."""
+    if not a or not b:
+        return []
+    na, nb = sum(a.values()), sum(b.values())
+    shares = {h: (a.get(h, 0) / na, b.get(h, 0) / nb) for h in set(a) | set(b)}
+    if all(abs(x - y) <= 0.25 for x, y in shares.values()):
+        return []
+    def where(counts: dict[str, int]) -> str:
+        return ", ".join(f"{h}×{n}" for h, n in sorted(counts.items()))
+
+    return [
+        f"warning: the difference is confounded with hosts: x ran on {where(a)}, + on "
+        f"{where(b)}; `--by host` compares within each host"
+    ]
 
 
 def _side_notes(symbol: str, selector: str, groups: Sequence[Any]) -> list[str]:
@@ -371,7 +430,9 @@ def stat_text(
     shown = 0
     for metric in metrics:
         kind = "intervals" if intervals else "auto"
-        groups = collect(data, metric, filters=selector.filters, kind=kind)
+        # the host (netrig run --cluster) is a block: each point's runs apart per host
+        per_host = ["host"] if by == "host" else None
+        groups = collect(data, metric, filters=selector.filters, by=per_host, kind=kind)
         # blocks: (title, [(data set name, group)])
         blocks: dict[str, list[tuple[str, Any]]] = {}
         for g in groups:

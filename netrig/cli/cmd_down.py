@@ -12,9 +12,19 @@ from netrig.lab.teardown import teardown
 
 @cli.command("down")
 @click.argument("labs", nargs=-1, required=True, shell_complete=complete_lab)
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="Remove the labs' parts on every "
+              "host of this Dask scheduler (labs built with `netrig up --cluster`).")
 @reports_errors
-def down(labs: tuple[str, ...]) -> None:
+def down(labs: tuple[str, ...], cluster: str | None) -> None:
     """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine."""
+    if cluster:
+        from netrig.cluster import labs as spread
+
+        for name in labs:
+            removed = spread.down(name, cluster)
+            hosts = [f"{host}: {n} namespaces" for host, n in removed if n]
+            console.print(f"lab {name}: " + ("; ".join(hosts) or "on no host, nothing to remove"))
+        return
     require_root("down")
     ledger = Ledger()
     known = set(ledger.all_lab_names())

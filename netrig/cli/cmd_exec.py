@@ -16,12 +16,21 @@ from netrig.rig import Lab
 @click.argument("lab", shell_complete=complete_lab)
 @click.argument("node", shell_complete=complete_node)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="LAB is spread over this Dask "
+              "scheduler's hosts: run on the host that has NODE (output when it ends).")
 @reports_errors
-def exec_(lab: str, node: str, command: tuple[str, ...]) -> None:
+def exec_(lab: str, node: str, command: tuple[str, ...], cluster: str | None) -> None:
     """Run COMMAND in NODE of LAB; exits with the command's exit code.
 
     Example: netrig exec ring n1 -- ping -c1 198.18.0.5
     """
+    if cluster:
+        from netrig.cluster import labs
+
+        _host, code, out, err = labs.exec_on(lab, node, list(command), cluster)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        sys.exit(code)
     require_root("exec")
     running = Lab.attach(lab)
     running.plan.node(node)  # a clear error for an unknown node

@@ -74,6 +74,13 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar; print only the summary table.")
 @click.option(
+    "--cluster",
+    envvar="NETRIG_CLUSTER",
+    metavar="tcp://HOST:PORT",
+    help="Run on the hosts of this Dask scheduler (`netrig worker`s); results are stored "
+    "here, each run with its host. Env: NETRIG_CLUSTER.",
+)
+@click.option(
     "--name",
     "lab_name",
     metavar="NAME",
@@ -96,6 +103,7 @@ def run(
     resume: bool,
     dry_run: bool,
     quiet: bool,
+    cluster: str | None,
     lab_name: str | None,
 ) -> None:
     """Run the experiment in FILE and store its results in --db.
@@ -118,6 +126,11 @@ def run(
     on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
     iperf3, ping, command, pps (--measurements lists their options).
 
+    With --cluster ADDR (or NETRIG_CLUSTER) the runs go to the hosts of that Dask
+    scheduler, one at a time per host; every host runs every sweep point where it
+    can (the host is a block: `netrig stat --by host`), each run is stored here
+    with the host it ran on; a run of a host that dies is retried on another.
+
     Ctrl-C (or SIGTERM, SIGHUP) stops the current run cleanly: the lab is removed,
     finished runs are kept, the interrupted run is stored as interrupted; `--resume`
     continues.
@@ -130,8 +143,8 @@ def run(
     from netrig.experiment.runner import run_experiment
     from netrig.rig.prepare import load_experiment
 
-    if not dry_run:
-        require_root("run")  # --dry-run creates nothing and works as any user
+    if not dry_run and not cluster:  # --dry-run creates nothing; --cluster's hosts do
+        require_root("run")
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
     runs = exp.runs()
     if dry_run:
@@ -140,7 +153,12 @@ def run(
     reporter = RichReporter(err_console, quiet)
     try:
         with ResultStore(db) as store:
-            outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
+            if cluster:
+                from netrig.cluster.sweep import run_on_cluster
+
+                outcome = run_on_cluster(exp, store, cluster, resume=resume, reporter=reporter)
+            else:
+                outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
             print_summary(
                 store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
             )

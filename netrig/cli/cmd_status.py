@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+import click
 from rich.table import Table
 
 from netrig.cli import cli
@@ -21,9 +22,18 @@ def _age(seconds: float) -> str:
 
 
 @cli.command("status")
+@click.option("--cluster", metavar="tcp://HOST:PORT",
+              help="The labs on every host of this Dask scheduler instead.")
 @reports_errors
-def status() -> None:
+def status(cluster: str | None) -> None:
     """List labs: name, state, node count, age, and the file they came from."""
+    if cluster:
+        from netrig.cluster import labs as spread
+
+        for host, labs_there in sorted(spread.status(cluster).items()):
+            shown = ", ".join(f"{n} ({state}, {nodes} nodes)" for n, state, nodes in labs_there)
+            console.print(f"{host}: {shown or 'no labs'}", soft_wrap=True)
+        return
     if not os.path.exists(os.path.join(STATE_DIR, "ledger.sqlite")):
         console.print("no labs are up")  # never made one (any user may ask; only root makes)
         return

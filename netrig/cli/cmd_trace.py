@@ -35,15 +35,21 @@ from netrig.rig import Lab
 @click.option("--sport", type=click.IntRange(1, 65535), default=40000, show_default=True)
 @click.option("--dport", type=click.IntRange(1, 65535), default=5201, show_default=True)
 @click.option("-6", "ipv6", is_flag=True, help="Trace to DST's IPv6 address.")
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="LAB is spread over this Dask "
+              "scheduler's hosts (DST an address): the flow's hops host by host.")
 @reports_errors
 def trace(
-    lab: str, src: str, dst: str, flows: int | None, proto: str, sport: int, dport: int, ipv6: bool
+    lab: str, src: str, dst: str, flows: int | None, proto: str, sport: int, dport: int,
+    ipv6: bool, cluster: str | None,
 ) -> None:
     """Show the hops from node SRC to DST (a node name or an address) in LAB.
 
     Each hop is the kernel's own forwarding decision for the flow, multipath hash
     included, so `--count` shows how equal-cost paths share the traffic.
     """
+    if cluster:
+        _trace_on_cluster(lab, src, dst, cluster, proto, sport, dport)
+        return
     require_root("trace")
     running = Lab.attach(lab)
     plan = running.plan
@@ -71,4 +77,25 @@ def trace(
         table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(path.hops) - 1), str(path))
     console.print(table)
     if any(not p.reached for p in counts):
+        raise SystemExit(EXIT_FAILURE)
+
+
+def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sport: int,
+                      dport: int) -> None:
+    """netrig trace --cluster: each host traces its part; tunnels lead to the next host."""
+    from netrig.cluster import labs
+
+    if ":" not in dst and not dst.replace(".", "").isdigit():
+        fail("with --cluster, DST is an address (e.g. from `netrig exec LAB NODE --cluster "
+             "ADDR -- ip -br addr`)", EXIT_BAD_INPUT)
+    hops, reached, error = labs.trace(lab, src, dst, address, proto, sport, dport)
+    console.print(f"{src} → {dst}, {proto} {sport}→{dport}: {len(hops) - 1} hops")
+    shown, previous = [], None
+    for host, node, out in hops:  # the host named where the path enters it
+        where = f"\\[{host}] " if host != previous else ""
+        shown.append(where + node + (f" ({out})" if out else ""))
+        previous = host
+    text = " → ".join(shown)
+    console.print(text if reached else f"{text} ✘ {error or 'not reached'}", soft_wrap=True)
+    if not reached:
         raise SystemExit(EXIT_FAILURE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import click
 from rich.table import Table
@@ -20,6 +21,8 @@ TABLE_ROWS = 24
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="Build the lab over the hosts of "
+              "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them).")
 @click.option(
     "--name",
     metavar="NAME",
@@ -31,7 +34,10 @@ TABLE_ROWS = 24
     help="Mininet file: the entry of its `topos` dict to build, with arguments (tree,2).",
 )
 @reports_errors
-def up(file: str, no_check: bool, quiet: bool, name: str | None, topo: str | None) -> None:
+def up(
+    file: str, no_check: bool, quiet: bool, name: str | None, topo: str | None,
+    cluster: str | None,
+) -> None:
     """Build the lab described in FILE and wait until it is usable.
 
     Usable means: links up, addresses and routes installed, spanning tree settled,
@@ -45,7 +51,8 @@ def up(file: str, no_check: bool, quiet: bool, name: str | None, topo: str | Non
     containerlab topology (*.clab.yml: linux nodes, bridges, links, exec lines, binds) or
     a Mininet topology (*.py, its Topo class), run as namespaces with the host's programs.
     """
-    require_root("up")
+    if not cluster:  # with --cluster the hosts of the scheduler make the namespaces
+        require_root("up")
     from netrig.experiment.interrupt import StopSignal
 
     lab = _lab_of(file, name, topo)
@@ -53,6 +60,10 @@ def up(file: str, no_check: bool, quiet: bool, name: str | None, topo: str | Non
     def progress(msg: str) -> None:
         if not quiet:
             err_console.print(f"[dim]… {msg}[/]")
+
+    if cluster:
+        _up_on_cluster(lab.plan, file, cluster, not no_check, progress)
+        return
 
     started = time.perf_counter()
     with StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
@@ -88,6 +99,33 @@ def _remove_if_ours(lab: Lab) -> None:
     record = lab.ledger.lab(lab.name)
     if record is not None and record.pid == os.getpid() and record.state == "building":
         lab.down()
+
+
+def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
+                   progress: Callable[[str], None]) -> None:
+    """netrig up --cluster: the lab's nodes over several hosts (netrig.cluster.labs)."""
+    import yaml
+
+    from netrig.cluster import labs
+
+    try:  # a netrig lab file says it (a containerlab or Mininet file does not)
+        with open(file) as fh:
+            doc = yaml.safe_load(fh)
+    except yaml.YAMLError:
+        doc = None
+    placement = (doc.get("placement") if isinstance(doc, dict) else None) or {}
+    started = time.perf_counter()
+    spread = labs.up(plan, address, placement.get("hosts"), progress, check)
+    per_host: dict[str, int] = {}
+    for host in spread.where.values():
+        per_host[host] = per_host.get(host, 0) + 1
+    console.print(
+        f"[green]lab {spread.name} is up[/] in {time.perf_counter() - started:.2f} s on "
+        f"{len(per_host)} hosts ({', '.join(f'{h}: {n} nodes' for h, n in per_host.items())}); "
+        f"{spread.cut} links are VXLAN tunnels; {len(spread.checked)} pairs across hosts "
+        "reachable",
+        soft_wrap=True,
+    )
 
 
 def _lab_of(file: str, name: str | None = None, topo: str | None = None) -> Lab:

@@ -1,8 +1,8 @@
 """`python -m netrig.lab.nsexec NSPATH RUNDIR|- [--binds JSON] PROGRAM [ARG...]`: enter a
 lab node, then exec PROGRAM (see netrig/lab/run.py). The same steps and exit codes as
 netrig/native/netrig_nsexec.c, plus the node's binds (JSON: [[host path, path in the node,
-read-only], …]), which the C helper does not do; used for nodes with binds and on hosts
-without gcc (~30 ms slower per process: the interpreter's start)."""
+read-only], …]) and its /etc views, which the C helper does not do; used for nodes with
+those and on hosts without gcc (~30 ms slower per process: the interpreter's start)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from netrig.lab import netns
+from netrig.lab.run import ETC_VIEWS, etc_views
 
 
 def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object]]) -> None:
@@ -29,7 +30,10 @@ def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object
     except OSError:
         pass  # a sysfs that shows the host's devices is a nuisance, not an error
     if private_run:
+        views = etc_views(private_run)  # read before /run hides the host's view of it
         netns.mount(private_run, "/run", None, netns.MS_BIND)
+        for name in views:  # /run is the node's now: its etc/NAME is at /run/etc/NAME
+            netns.mount(f"/run/{ETC_VIEWS}/{name}", f"/etc/{name}", None, netns.MS_BIND)
     view = os.path.join(os.path.dirname(private_run), "view") if private_run else None
     overlaid: set[str] = set()
     for source, target, read_only in binds:

@@ -5,9 +5,12 @@ An exec helper enters the node, then execs the program: it joins the node's netw
 namespace, unshares a mount namespace that does not propagate back to the host, mounts a
 sysfs that shows the node's devices (as `ip netns exec` does), bind-mounts the node's private
 run directory over /run when asked (daemons such as batmand keep pid files and sockets per
-node), and mounts the node's binds. The helper is netrig-nsexec (netrig/native/
-netrig_nsexec.c, compiled with gcc at first use); a node with binds, or a host without gcc,
-gets the same steps in Python (`python -m netrig.lab.nsexec`, ~30 ms more per start).
+node; a folder `etc/NAME` in it is the node's own /etc/NAME where /etc/NAME exists: FRR's
+/etc/frr, so what vtysh writes there stays in the node), and mounts the node's binds (host
+files seen at other paths inside the node; a bind target the host lacks is created in an
+overlay private to the node). The helper is netrig-nsexec (netrig/native/
+netrig_nsexec.c, compiled with gcc at first use); a node with binds or /etc views, or a host
+without gcc, gets the same steps in Python (`python -m netrig.lab.nsexec`, ~30 ms more per start).
 
 Why not subprocess's preexec_fn: Python documents it as unsafe when threads run (the child
 may deadlock on a lock another thread held at fork), and netrig's runner starts processes
@@ -29,13 +32,26 @@ from typing import Any
 
 from netrig.lab import netns
 
+ETC_VIEWS = "etc"  # folder of the private run directory whose folders replace those of /etc
+
+
+def etc_views(private_run: str) -> list[str]:
+    """The folders of /etc the node has its own of (under its private run directory)."""
+    try:
+        names = os.listdir(os.path.join(private_run, ETC_VIEWS))
+    except FileNotFoundError:
+        return []
+    return [n for n in names if os.path.isdir(os.path.join("/etc", n))]
+
+
 Binds = Sequence[tuple[str, str, bool]]  # (host path, path in the node, read-only)
 PYTHON_HELPER = (sys.executable, "-m", "netrig.lab.nsexec")
 
 
 @functools.cache
 def helper() -> tuple[str, ...]:
-    """The argv prefix that enters a node without binds: the compiled helper, else Python."""
+    """The argv prefix that enters a node without binds or /etc views: the compiled helper,
+    else Python."""
     from netrig.native import compile as native_compile
 
     try:
@@ -64,7 +80,7 @@ def command(
     elif os.path.isabs(program) and not os.path.exists(program):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     where = [netns.ns_path(ns), private_run or "-"]
-    if binds:  # the C helper knows no binds (nor their overlays): Python does them
+    if binds or (private_run and etc_views(private_run)):  # the C helper does neither
         return [*PYTHON_HELPER, *where, "--binds", json.dumps([list(b) for b in binds]),
                 program, *argv[1:]]  # fmt: skip
     return [*helper(), *where, program, *argv[1:]]

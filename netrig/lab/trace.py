@@ -115,10 +115,13 @@ class Tracer:
         sport: int = 40000,
         dport: int = 5201,
         from_addr: str | None = None,
+        iif: int | None = None,
     ) -> Path:
+        """The hops from `src`; `iif`: the packet enters src on that interface (a trace
+        that goes on from another host's part of a lab)."""
         p = IPPROTO[proto]
         hops: list[Hop] = []
-        node, iif = src, None
+        node = src
         flow_src = from_addr
         try:
             if flow_src is None:  # what connect() would choose as the source address

@@ -241,7 +241,9 @@ class Node(Strict):
         return self
 
 
-TopologyKind = Literal["pair", "chain", "ring", "ladder", "star", "grid", "tree", "full-mesh"]
+TopologyKind = Literal[
+    "pair", "chain", "ring", "ladder", "star", "grid", "tree", "full-mesh", "clos", "fat-tree"
+]
 
 _TOPOLOGY_PARAMS: dict[str, tuple[str, ...]] = {
     "pair": (),
@@ -252,12 +254,15 @@ _TOPOLOGY_PARAMS: dict[str, tuple[str, ...]] = {
     "grid": ("rows", "cols"),
     "tree": ("depth", "fanout"),
     "full-mesh": ("nodes",),
+    "clos": ("spines", "leaves", "hosts_per_leaf"),
+    "fat-tree": ("k",),
 }
+_TOPOLOGY_PARAM_NAMES = sorted({p for params in _TOPOLOGY_PARAMS.values() for p in params})
 _TOPOLOGY_MIN_NODES = {"chain": 2, "ring": 3, "ladder": 4, "full-mesh": 2}
 
 
 class Topology(Strict):
-    """A generated topology; nodes are named n1 … nN."""
+    """A generated topology; nodes are named n1 … nN (fabrics: by tier, see model.topology)."""
 
     kind: TopologyKind
     nodes: int | None = Field(None, ge=1, le=10000)
@@ -266,13 +271,14 @@ class Topology(Strict):
     cols: int | None = Field(None, ge=1, le=200)
     depth: int | None = Field(None, ge=1, le=20)
     fanout: int | None = Field(None, ge=1, le=100)
+    spines: int | None = Field(None, ge=1, le=1000, description="clos: spine switches s1…")
+    hosts_per_leaf: int | None = Field(None, ge=1, le=1000, description="clos: hosts per leaf")
+    k: int | None = Field(None, ge=2, le=32, description="fat-tree: ports per switch (even)")
 
     @model_validator(mode="after")
     def _params_fit_kind(self) -> Topology:
         wanted = _TOPOLOGY_PARAMS[self.kind]
-        given = {
-            k for k in ("nodes", "leaves", "rows", "cols", "depth", "fanout") if getattr(self, k)
-        }
+        given = {k for k in _TOPOLOGY_PARAM_NAMES if getattr(self, k)}
         missing = [k for k in wanted if k not in given]
         extra = sorted(given - set(wanted))
         if missing:
@@ -285,6 +291,13 @@ class Topology(Strict):
             raise ValueError(f"a {self.kind} needs at least {low} nodes")
         if self.kind == "tree" and self.fanout and self.depth and self.fanout**self.depth > 10000:
             raise ValueError("tree too large (more than 10000 nodes)")
+        if self.kind == "fat-tree" and self.k and self.k % 2:
+            raise ValueError(f"a fat-tree needs an even k (ports per switch), not {self.k}")
+        if (
+            self.kind == "clos"
+            and (self.spines or 0) + (self.leaves or 0) * (1 + (self.hosts_per_leaf or 0)) > 10000
+        ):
+            raise ValueError("clos too large (more than 10000 nodes)")
         return self
 
 
@@ -338,6 +351,13 @@ class Check(Strict):
     timeout: Seconds = 10.0
 
 
+class Placement(Strict):
+    """Where the nodes go when the lab is brought up on a cluster (`netrig up --cluster`):
+    partitioned over this many hosts, with as few links cut as balance allows."""
+
+    hosts: int = Field(ge=1, le=64, description="hosts to spread the nodes over")
+
+
 def _net_sysctls(value: dict[str, Any]) -> dict[str, str]:
     """Only net.* keys: they are per network namespace; anything else would change the host."""
     out = {}
@@ -362,6 +382,7 @@ class LabSpec(Strict):
     routing: Routing = Routing()
     addressing: Addressing = Addressing()
     check: Check = Check()
+    placement: Placement | None = None  # only read by netrig.cluster (labs across hosts)
     sysctls: Annotated[dict[str, str | int | float | bool], AfterValidator(_net_sysctls)] = Field(
         default_factory=dict,
         description="extra per-namespace sysctls for every node, e.g. net.ipv4.ip_default_ttl: 255",

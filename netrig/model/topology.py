@@ -1,6 +1,8 @@
 """Topology generators: a kind and a size in, plain node names and node pairs out.
 
-Nodes are named n1 … nN in a fixed order, so a lab file can name them (`client: n1`).
+Nodes are named n1 … nN in a fixed order, so a lab file can name them (`client: n1`);
+datacenter fabrics name them by tier instead: spines s*, leaves l*, hosts h* (clos), and
+cores c*, aggregation a*, edges e*, hosts h* (fat-tree).
 """
 
 from __future__ import annotations
@@ -84,6 +86,45 @@ def full_mesh(n: int) -> tuple[list[str], list[Edge]]:
     return nodes, [(_n(i), _n(j)) for i in range(1, n + 1) for j in range(i + 1, n + 1)]
 
 
+def clos(spines: int, leaves: int, hosts_per_leaf: int) -> tuple[list[str], list[Edge]]:
+    """A two-tier leaf-spine fabric: every leaf linked to every spine; hosts 1…H on l1,
+    the next H on l2 and so on. Spines s1…, leaves l1…, hosts h1… (in that order)."""
+    spine = [f"s{i}" for i in range(1, spines + 1)]
+    leaf = [f"l{i}" for i in range(1, leaves + 1)]
+    host = [f"h{i}" for i in range(1, leaves * hosts_per_leaf + 1)]
+    edges = [(s, lf) for lf in leaf for s in spine]
+    edges += [
+        (lf, host[i * hosts_per_leaf + j])
+        for i, lf in enumerate(leaf)
+        for j in range(hosts_per_leaf)
+    ]
+    return spine + leaf + host, edges
+
+
+def fat_tree(k: int) -> tuple[list[str], list[Edge]]:
+    """A k-ary fat tree (Al-Fares et al. 2008): k pods of k/2 aggregation and k/2 edge
+    switches, every edge linked to every aggregation switch of its pod; (k/2)² cores, core
+    group j (c(j·k/2+1) … c((j+1)·k/2)) linked to aggregation switch j of every pod; k/2
+    hosts per edge switch. Numbering runs pod by pod: pod 1 has a1…a(k/2), e1…e(k/2)."""
+    half = k // 2
+    core = [f"c{i}" for i in range(1, half * half + 1)]
+    agg = [f"a{i}" for i in range(1, k * half + 1)]
+    edge = [f"e{i}" for i in range(1, k * half + 1)]
+    host = [f"h{i}" for i in range(1, k * half * half + 1)]
+    edges: list[Edge] = []
+    for pod in range(k):
+        for j in range(half):
+            a = agg[pod * half + j]
+            edges += [(core[j * half + m], a) for m in range(half)]
+    for pod in range(k):
+        for j in range(half):
+            e = edge[pod * half + j]
+            edges += [(agg[pod * half + m], e) for m in range(half)]
+    for i, e in enumerate(edge):
+        edges += [(e, host[i * half + m]) for m in range(half)]
+    return core + agg + edge + host, edges
+
+
 def generate(topo: Topology) -> tuple[list[str], list[Edge]]:
     match topo.kind:
         case "pair":
@@ -102,4 +143,8 @@ def generate(topo: Topology) -> tuple[list[str], list[Edge]]:
             return tree(topo.depth or 0, topo.fanout or 0)
         case "full-mesh":
             return full_mesh(topo.nodes or 0)
+        case "clos":
+            return clos(topo.spines or 0, topo.leaves or 0, topo.hosts_per_leaf or 0)
+        case "fat-tree":
+            return fat_tree(topo.k or 0)
     raise ValueError(f"unknown topology {topo.kind}")

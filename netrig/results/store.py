@@ -88,7 +88,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX outputs_by_run ON outputs(run_id)",
     ),
-    # v4: the process running an experiment (see results/owner.py), so a 'running' one
+    # v4: the host a run ran on and its facts (netrig run --cluster); NULL: this host.
+    (
+        "ALTER TABLE runs ADD COLUMN host TEXT",
+        "ALTER TABLE runs ADD COLUMN host_facts TEXT",  # JSON object
+    ),
+    # v5: the process running an experiment (see results/owner.py), so a 'running' one
     # whose process died reads as interrupted.
     ("ALTER TABLE experiments ADD COLUMN owner TEXT",),
 )
@@ -134,6 +139,7 @@ class Run:
     started: datetime | None
     ended: datetime | None
     duration: float | None
+    host: str | None = None  # the cluster host it ran on (None: where the experiment ran)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -251,11 +257,14 @@ class ResultStore:
         started: datetime | None = None,
         ended: datetime | None = None,
         outputs: Mapping[str, Mapping[str, str]] | None = None,
+        host: str | None = None,
+        host_facts: Mapping[str, Any] | None = None,
     ) -> int:
         """Store one run and its samples (measurement name → samples) in one transaction.
 
         `outputs` holds text results (measurement name → {output name: text}), such as a
-        command's stdout. Either all of it is in the database afterwards or, on any
+        command's stdout; `host` and `host_facts` the cluster host the run ran on (netrig
+        run --cluster). Either all of it is in the database afterwards or, on any
         exception, none of it.
         """
         if status not in RUN_STATUSES:
@@ -283,9 +292,11 @@ class ResultStore:
         with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO runs (experiment_id, point, repetition, status, reason, stderr,"
-                " started, ended, duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " started, ended, duration, host, host_facts)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (experiment_id, point_text, repetition, status, reason, stderr,
-                 _iso(started), _iso(ended), duration),
+                 _iso(started), _iso(ended), duration, host,
+                 None if host_facts is None else json.dumps(dict(host_facts), sort_keys=True)),
             )
             run_id = cursor.lastrowid
             assert run_id is not None
@@ -344,7 +355,7 @@ class ResultStore:
             id=row["id"], experiment_id=row["experiment_id"], point=json.loads(row["point"]),
             repetition=row["repetition"], status=row["status"], reason=row["reason"],
             stderr=row["stderr"], started=_from_iso(row["started"]),
-            ended=_from_iso(row["ended"]), duration=row["duration"],
+            ended=_from_iso(row["ended"]), duration=row["duration"], host=row["host"],
         )
 
     def experiments(self) -> list[ExperimentRecord]:
@@ -435,13 +446,15 @@ class ResultStore:
         # LEFT JOIN: a run without samples (typically a failed one) still gives one row.
         rows = self._db.execute(
             "SELECT e.name AS experiment, e.id AS experiment_id, r.id AS run, r.repetition,"
-            " r.status, r.reason, r.point, s.measurement, s.metric, s.stream, s.value, s.unit,"
+            " r.status, r.reason, r.host, r.point, s.measurement, s.metric, s.stream, s.value, s.unit,"
             " s.t FROM runs r JOIN experiments e ON e.id = r.experiment_id"
             f" LEFT JOIN samples s ON s.run_id = r.id {where}"
             " ORDER BY e.id, r.id, s.rowid",
             args,
         ).fetchall()
-        fixed = set(RUN_COLUMNS) | set(SAMPLE_COLUMNS)
+        # a `host` column when some run ran on a cluster host (netrig run --cluster)
+        run_columns = (*RUN_COLUMNS, "host") if any(r["host"] for r in rows) else RUN_COLUMNS
+        fixed = set(run_columns) | set(SAMPLE_COLUMNS)
         params: dict[str, str] = {}  # sweep parameter → its column, in order of appearance
         tidy: list[dict[str, Any]] = []
         for row in rows:
@@ -449,11 +462,11 @@ class ResultStore:
             for name in point:
                 # A parameter named like a fixed column (say `metric`) gets a prefix.
                 params.setdefault(name, f"vary_{name}" if name in fixed else name)
-            record = {column: row[column] for column in RUN_COLUMNS}
+            record = {column: row[column] for column in run_columns}
             record.update({params[name]: value for name, value in point.items()})
             record.update({column: row[column] for column in SAMPLE_COLUMNS})
             tidy.append(record)
-        columns = [*RUN_COLUMNS, *params.values(), *SAMPLE_COLUMNS]
+        columns = [*run_columns, *params.values(), *SAMPLE_COLUMNS]
         return columns, [{column: record.get(column) for column in columns} for record in tidy]
 
     def tidy_rows(self, experiment_id: int | None = None) -> list[dict[str, Any]]:

@@ -165,7 +165,8 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
                     "qdisc; this kernel has no netem (see `netrig doctor`)",
                 )
             )
-    proto = catalog().routing.load()[plan.protocol]
+    cls = catalog().routing.load()[plan.protocol]
+    proto = cls(cls.Options.model_validate(plan.routing_options))  # its options pick its programs
     for program, package in proto.programs.items():
         if shutil.which(program) is None:
             problems.append(

@@ -7,6 +7,9 @@ stub networks (OSPFv2) or as external routes from `direct` (OSPFv3 ignores `lo`,
 no link-local address), and a kernel protocol per family that installs what OSPF learned
 into the main table (proto bird). The control socket lives beside the config:
 `birdc -s <node dir>/bird.ctl show ospf neighbors`.
+
+With `daemon: frr` the same options (and `bfd`) configure FRR's ospfd and ospf6d instead:
+see netrig.routing._ospf_frr.
 """
 
 from __future__ import annotations
@@ -14,33 +17,17 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field, model_validator
-
 from netrig.lab import daemons
 from netrig.routing import register
-from netrig.routing._daemon import DaemonOptions, DaemonProtocol
+from netrig.routing._daemon import DaemonProtocol
+from netrig.routing._ospf_frr import FrrOspf
+from netrig.routing._ospf_options import OspfOptions
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import IfacePlan
 
 RTPROT_BIRD = 12
-
-
-class OspfOptions(DaemonOptions):
-    area: int = Field(0, ge=0, le=4294967295, description="the one area every interface is in")
-    hello: int = Field(10, ge=1, le=65535, description="seconds between hellos (BIRD: 10)")
-    dead: int | None = Field(
-        None, ge=1, le=65535, description="seconds without hello before a neighbour is down"
-    )
-    ecmp: bool = Field(True, description="install equal-cost paths as multipath routes")
-    debug: bool = Field(False, description="log OSPF events and packets (verbose)")
-
-    @model_validator(mode="after")
-    def _dead_after_hello(self) -> OspfOptions:
-        if self.dead is not None and self.dead <= self.hello:
-            raise ValueError(f"dead ({self.dead} s) must be longer than hello ({self.hello} s)")
-        return self
 
 
 @register
@@ -51,6 +38,12 @@ class Ospf(DaemonProtocol[OspfOptions]):
     refuses_addressing = ("shared-subnet",)
     programs: ClassVar[dict[str, str]] = {"bird": "bird2"}
     convergence_timeout = 60.0
+
+    def __new__(cls, options: OspfOptions) -> Ospf:
+        """`daemon: frr` makes this plugin FRR's OSPF (same name, same options)."""
+        if cls is Ospf and getattr(options, "daemon", "bird") == "frr":
+            return FrrOspf(options)  # type: ignore[return-value]
+        return super().__new__(cls)
 
     @property
     def opts(self) -> OspfOptions:

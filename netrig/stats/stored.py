@@ -173,11 +173,18 @@ class StoredExperiment:
                     c[0 if s.t is None else 1] += 1
         return [(m, c[0], c[1]) for m, c in counts.items()]
 
+    @property
+    def hosts(self) -> list[str]:
+        """The cluster hosts the runs ran on (netrig run --cluster), in order of appearance."""
+        return list(dict.fromkeys(r.run.host for r in self.runs if r.run.host))
+
     def check_params(self, names: Iterable[str]) -> None:
-        """SelectionError naming the known parameters if one of `names` is not among them."""
+        """SelectionError naming the known parameters if one of `names` is not among them
+        (`host` is one when the runs ran on a cluster)."""
+        params = [*self.params, *(["host"] if self.hosts else [])]
         for name in names:
-            if name not in self.params:
-                known = ", ".join(self.params) or "none (this experiment has no `vary:`)"
+            if name not in params:
+                known = ", ".join(params) or "none (this experiment has no `vary:`)"
                 raise SelectionError(
                     f"experiment {self.experiment.id} ({self.experiment.name}) has no sweep "
                     f"parameter {name!r}; parameters: {known}"
@@ -310,6 +317,8 @@ def collect(
 
     Every matching run counts: an ok run adds its values, a failed one is listed in
     `failed`, an interrupted one is only counted (it is no result; --resume redoes it).
+    `host` (the cluster host of a run) works as a filter and in `by`, where it is a block:
+    by=["host"] keeps the sweep points apart and groups each point's runs per host.
     """
     data.check_params([name for name, _ in filters])
     if by is not None:
@@ -318,12 +327,15 @@ def collect(
     groups: dict[GroupKey, Group] = {}
     for r in data.runs:
         point = r.run.point
-        if not point_matches(point, filters):
+        facets = {**point, "host": r.run.host} if r.run.host else point
+        if not point_matches(facets, filters):
             continue
         if by is None:
             key: GroupKey = tuple(point.items())
+        elif list(by) == ["host"]:
+            key = (*point.items(), ("host", r.run.host))
         else:
-            key = tuple((name, point.get(name)) for name in by)
+            key = tuple((name, facets.get(name)) for name in by)
         group = groups.setdefault(key, Group(key))
         if r.run.status == "ok":
             values = _metric_values(r, metric, kind)

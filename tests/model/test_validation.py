@@ -132,7 +132,7 @@ def test_topology_parameters() -> None:
 def test_unknown_protocol_and_option() -> None:
     assert problems("name: r\ntopology: {kind: pair}\nrouting: {protocol: ecpm}\n") == [
         "lab.yaml:3:21: unknown routing protocol 'ecpm' (did you mean 'ecmp'?); "
-        "known: babel, batman, bridge, ecmp, none, ospf, static"
+        "known: babel, batman, bgp, bridge, ecmp, isis, none, ospf, static"
     ]
     assert problems("name: r\ntopology: {kind: pair}\nrouting: {protocol: ecmp, hash: l5}\n") == [
         "lab.yaml:3:33: routing.hash: Input should be 'l3' or 'l4' (got 'l5')"

@@ -73,11 +73,13 @@ def state(lab: Lab) -> dict[str, Any]:
         out[node] = {
             "links": sorted((x["ifname"], x.get("address"), x.get("mtu"), x.get("master"))
                             for x in links),
+            # link-local addresses (and their routes) are the kernel's, and come when they come
             "addrs": sorted((x["ifname"], a["local"], a["prefixlen"])
-                            for x in addrs for a in x.get("addr_info", [])),
+                            for x in addrs for a in x.get("addr_info", [])
+                            if not a["local"].startswith("fe80:")),
             # route exceptions (PMTU, redirects) that traffic leaves behind are not the build's
             "routes": sorted(line for text in routes for line in text.splitlines()
-                             if "expires" not in line and "cache" not in line),
+                             if not any(w in line for w in ("expires", "cache", "fe80:"))),
         }
     return out
 

@@ -1,0 +1,215 @@
+"""`netrig up/down/exec/status --cluster ADDR`: one lab over several hosts (client side).
+
+    up:     place the nodes (placement.partition), split the plan (parts.split), build
+            every host's part at once (a Dask task per host), then ping across every
+            tunnel and between sampled pairs of nodes on different hosts;
+    down:   every host removes its part (all hosts are asked: no state on the client);
+    exec:   the command runs on the host that has the node;
+    status: each host's labs.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from netrig.cluster import parts, placement
+from netrig.cluster.host import FACTS_KEY, RESOURCE
+from netrig.cluster.sweep import connect, hosts_of
+from netrig.lab.build import BadInput, LabError
+from netrig.plan.model import LabPlan
+
+SAMPLED_PAIRS = 8
+
+
+@dataclass
+class SpreadLab:
+    name: str
+    where: dict[str, str]  # node → host
+    cut: int  # links that are tunnels
+    built: list[dict[str, Any]]
+    checked: list[str]  # "n1 → n31 (h1 → h2)"
+
+
+def _result(future: Any) -> Any:
+    """A task's result; an error on a host (not netrig's own) as a LabError naming it."""
+    try:
+        return future.result()
+    except LabError:
+        raise
+    except Exception as exc:
+        raise LabError(f"on the cluster: {type(exc).__name__}: {exc}") from None
+
+
+def _pinned(client: Any, fn: Callable[..., Any], address: str, *args: Any) -> Any:
+    return client.submit(fn, *args, workers=[address], allow_other_workers=False,
+                         resources={RESOURCE: 1}, pure=False)
+
+
+def up(plan: LabPlan, address: str, hosts: int | None = None,
+       say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
+    """Build PLAN over `hosts` of the cluster's hosts (all of them by default)."""
+    with connect(address) as client:
+        address_of = {name: addr for addr, name in hosts_of(client).items()}
+        names = sorted(address_of)
+        if not names:
+            raise BadInput(f"no netrig worker is connected to {address}")
+        wanted = hosts or len(names)
+        if wanted > len(names):
+            raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
+                           f"{', '.join(names)}")
+        names = names[:wanted]
+        facts = client.get_metadata([FACTS_KEY], default={})
+        where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
+                                    names)
+        split = parts.split(plan, where)
+        for part in split.values():
+            features = facts.get(part.host, {}).get("features", {})
+            if part.tunnels and features.get("vxlan", "present") != "present":
+                raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
+                               "there); a lab across hosts needs it for its cut links")
+            for tunnel in part.tunnels:
+                tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
+                if not tunnel.remote:
+                    raise LabError(f"host {tunnel.remote_host} published no underlay address")
+        cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
+        say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
+        futures = {h: _pinned(client, parts.build_part, address_of[h], p)
+                   for h, p in split.items()}
+        built, errors = [], []
+        for host, future in futures.items():
+            try:
+                built.append(future.result())
+            except Exception as exc:  # one host failed: the others' parts must go too
+                errors.append(f"{host}: {exc}")
+        if errors:
+            _down(client, address_of, plan.name)
+            raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
+        lab = SpreadLab(plan.name, where, cut, built, [])
+        if check:
+            try:
+                lab.checked = _check(client, address_of, plan, where)
+            except LabError:
+                _down(client, address_of, plan.name)
+                raise
+        return lab
+
+
+def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
+    """Both ends of every cut link, and sampled pairs on different hosts among those the
+    lab core's own check would ping (within reach of the replies' TTL)."""
+    from netrig.lab.check import check_pairs
+
+    pairs = [(lk.a, lk.b) for lk in plan.links if where[lk.a] != where[lk.b]]
+    across = sorted({(a, b) for a, b, _addr in check_pairs(plan, "sample")
+                     if where[a] != where[b]} - set(pairs))
+    return pairs + random.Random(0).sample(across, min(SAMPLED_PAIRS, len(across)))
+
+
+def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
+           where: dict[str, str]) -> list[str]:
+    """Ping across hosts (each from the host of its source). Routing daemons converge
+    after `up` returned on each host: a pair is retried until the protocol's time is up."""
+    deadline = time.monotonic() + _wait_for(plan)
+    checked, failed = [], []
+    for a, b in _pairs(plan, where):
+        target = plan.addr(b)
+        line = f"{a} → {b} ({where[a]} → {where[b]}, {target})"
+        while True:
+            result = _result(client.submit(
+                parts.exec_part, plan.name, a, ["ping", "-c1", "-W1", "-t", "255", target],
+                workers=[address_of[where[a]]], allow_other_workers=False, pure=False,
+            ))
+            if result and result[1] == 0:
+                checked.append(line)
+                break
+            if time.monotonic() > deadline:
+                failed.append(line)
+                break
+            time.sleep(0.5)
+    if failed:
+        raise LabError(f"unreachable across hosts: {', '.join(failed[:5])}")
+    return checked
+
+
+def _wait_for(plan: LabPlan) -> float:
+    """How long pairs may take to answer: the lab's check timeout, or the protocol's."""
+    from netrig import routing
+
+    proto = routing.make(plan.protocol, plan.routing_options)
+    if not proto.runs_daemons():
+        return plan.check_timeout
+    return max(plan.check_timeout, proto.convergence_timeout)
+
+
+def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
+    futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
+    return [_result(f) for f in futures]
+
+
+def down(name: str, address: str) -> list[tuple[str, int]]:
+    """Every host removes its part of lab NAME: (host, namespaces removed)."""
+    with connect(address) as client:
+        return _down(client, {n: a for a, n in hosts_of(client).items()}, name)
+
+
+def exec_on(name: str, node: str, argv: list[str], address: str) -> tuple[str, int, str, str]:
+    """Run ARGV in NODE on whichever host has it: (host, rc, stdout, stderr)."""
+    with connect(address) as client:
+        futures = [client.submit(parts.exec_part, name, node, argv, workers=[addr],
+                                 allow_other_workers=False, pure=False)
+                   for addr in hosts_of(client)]
+        for future in futures:
+            found = _result(future)
+            if found is not None:
+                return found
+    raise BadInput(f"no host of {address} has node {node!r} of a lab {name!r}")
+
+
+def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
+    """host → its labs (name, state, nodes)."""
+    with connect(address) as client:
+        futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
+                                 pure=False) for addr in hosts_of(client)]
+        return dict(_result(f) for f in futures)
+
+
+def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
+          sport: int = 40000, dport: int = 5201) -> tuple[list[tuple[str, str, str | None]],
+                                                          bool, str | None]:
+    """The hops of one flow from SRC to the address DST across the lab's hosts:
+    [(host, node, out interface)], reached, error. Each host traces its part; a hop out
+    of a tunnel goes on at the peer node, on the peer's host."""
+    hops: list[tuple[str, str, str | None]] = []
+    node, iif, from_addr = src, None, None
+    with connect(address) as client:
+        workers = list(hosts_of(client))
+        for _ in range(64):  # host changes: more means a loop
+            futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
+                                     sport, dport, workers=[w], allow_other_workers=False,
+                                     pure=False) for w in workers]
+            found = [r for r in (_result(f) for f in futures) if r is not None]
+            if not found:
+                return hops, False, f"no host has node {node!r} of a lab {name!r}"
+            part = found[0]
+            hops += [(part["host"], n, out) for n, out in part["hops"]]
+            if part["next"] is None:
+                return hops, part["reached"], part["error"]
+            if from_addr is None:  # the flow keeps the source address the first node chose
+                from_addr = _source_address(client, workers, name, src, dst)
+            node, iif, _host = part["next"]
+    return hops, False, "the path changes hosts more than 64 times (a loop?)"
+
+
+def _source_address(client: Any, workers: list[str], name: str, src: str, dst: str) -> str:
+    """The address SRC sends from to DST (what connect() would pick)."""
+    futures = [client.submit(parts.exec_part, name, src, ["ip", "-o", "route", "get", dst],
+                             workers=[w], allow_other_workers=False, pure=False)
+               for w in workers]
+    for result in (_result(f) for f in futures):
+        if result is not None and " src " in result[2]:
+            return result[2].split(" src ", 1)[1].split()[0]
+    raise LabError(f"no source address of {src} towards {dst}")

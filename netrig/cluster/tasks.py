@@ -1,0 +1,246 @@
+"""What runs on a worker: one planned run of an experiment, and releasing its lab.
+
+A worker keeps the lab of its last sweep point up between runs (as the local runner does),
+in a session per sweep. All lab work of a worker happens on one long-lived thread of its
+own: the ledger's SQLite connection belongs to the thread that opened it, and namespace
+switches stay inside worker threads. The Dask task only hands the work over and waits.
+
+Ctrl-C on the client becomes `interrupt(sweep)` on every worker: the run being measured
+is cut short as locally (KeyboardInterrupt in the measuring thread, SIGINT to the tools it
+started), stored as interrupted by the client, and the lab is released.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from netrig.base.sample import Sample
+from netrig.cluster.host import HostConfig, current
+from netrig.experiment.runner import Outcome, RunResult, _Session
+from netrig.host.facts import collect_host_facts
+from netrig.lab import netns
+from netrig.lab.ledger import Ledger
+from netrig.plan.experiment import ExperimentPlan, SweepPoint
+from netrig.plan.runs import PlannedRun
+
+
+@dataclass
+class RunReport:
+    """One run as a worker gives it back: the result, when, where, and what it noted."""
+
+    run: PlannedRun
+    status: str
+    samples: dict[str, list[Sample]]
+    outputs: dict[str, dict[str, str]]
+    reason: str | None
+    stderr: str | None
+    started: datetime
+    ended: datetime
+    host: str
+    host_facts: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    began: bool = True  # False: stopped before it started (nothing to store)
+    labs_built: int = 0  # labs this run had to build on its host
+
+
+class ThreadStop:
+    """The runner's stop signal for a worker thread: set by `interrupt`, not by a signal."""
+
+    def __init__(self) -> None:
+        self.name = ""
+        self._armed: int | None = None  # the thread id while a measurement may be cut short
+        self._lock = threading.Lock()
+
+    @property
+    def requested(self) -> bool:
+        return bool(self.name)
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        with self._lock:
+            if self.name:
+                raise KeyboardInterrupt
+            self._armed = threading.get_ident()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._armed = None
+
+    def request(self, name: str, ledger_dir: str) -> None:
+        with self._lock:
+            self.name = self.name or name
+            tid, self._armed = self._armed, None
+        if tid is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(tid), ctypes.py_object(KeyboardInterrupt)
+            )
+            _interrupt_tools(ledger_dir)
+
+
+def _interrupt_tools(ledger_dir: str) -> None:
+    """SIGINT to this worker's own child processes that are not lab daemons (those the
+    ledger records): the measurement tools, as a Ctrl-C in a terminal reaches them."""
+    ledger = Ledger(ledger_dir)
+    try:
+        daemons = {o.pid for o in ledger.objects(kind="process") if o.pid}
+    finally:
+        ledger.close()
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in daemons:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2 :].split()[1] == me:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry), signal.SIGINT)
+
+
+class _Notes:
+    """A runner reporter that keeps the notes, to send them back with the run."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def begin(self, *_: Any) -> None:
+        pass
+
+    def run_started(self, *_: Any) -> None:
+        pass
+
+    def run_ended(self, *_: Any) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        self.lines.append(message)
+
+    def end(self) -> None:
+        pass
+
+
+class HostSession(_Session):
+    """The runner's session on one host: the lab of the current sweep point, kept up."""
+
+    def __init__(self, exp: ExperimentPlan, config: HostConfig) -> None:
+        for point in exp.points:
+            point.plan = config.localize(point.plan)
+        super().__init__(exp, None, _Notes(), Outcome(0, "ok"), config.ledger())  # type: ignore[arg-type]
+        self.config = config
+        self.stop = ThreadStop()
+        self.facts = collect_host_facts(exp.tools())
+        self.last: tuple[RunResult, datetime, datetime] | None = None
+        self.runs_done = 0
+
+    def _record(
+        self, run: PlannedRun, point: SweepPoint, result: RunResult, started: datetime
+    ) -> None:
+        self.last = (result, started, datetime.now(UTC))
+
+    def run_one(self, run: PlannedRun) -> RunReport:
+        notes: _Notes = self.say  # type: ignore[assignment]
+        notes.lines.clear()
+        if self.exp.cooldown and self.runs_done:  # the pause between runs, on this host
+            try:
+                with self.stop.armed():
+                    time.sleep(self.exp.cooldown)
+            except KeyboardInterrupt:
+                return not_started(run, self.stop.name)
+        self.runs_done += 1
+        self.last = None
+        built = self.outcome.labs_built
+        self.run_all([run], self.stop)  # type: ignore[arg-type]
+        if self.last is None:  # stopped before it could measure
+            return not_started(run, self.stop.name)
+        result, started, ended = self.last
+        return RunReport(
+            run, result.status, result.samples, result.outputs, result.reason, result.stderr,
+            started, ended, self.config.name, self.facts, list(notes.lines),
+            labs_built=self.outcome.labs_built - built,
+        )
+
+
+def not_started(run: PlannedRun, why: str) -> RunReport:
+    now = datetime.now(UTC)
+    return RunReport(run, "interrupted", {}, {}, f"interrupted by {why}", None, now, now,
+                     current().name, {}, began=False)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.ledger.close()
+
+
+_sessions: dict[str, HostSession] = {}
+_stopped: dict[str, str] = {}  # sweeps interrupted on this worker → the signal's name
+_thread: netns.Worker | None = None
+_thread_lock = threading.Lock()
+
+
+def _lab_thread() -> netns.Worker:
+    """The one thread of this worker process that does lab work."""
+    global _thread
+    with _thread_lock:
+        if _thread is None:
+            _thread = netns.Worker("netrig-host")
+        return _thread
+
+
+def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun) -> RunReport:
+    """Dask task: one run of the experiment on this host (its lab built if needed)."""
+
+    def work() -> RunReport:
+        if sweep in _stopped:
+            return not_started(run, _stopped[sweep])
+        session = _sessions.get(sweep)
+        if session is None:
+            _release_stale({p.plan.name for p in exp.points})
+            session = _sessions[sweep] = HostSession(exp, current())
+        return session.run_one(run)
+
+    return _lab_thread().call(work)
+
+
+def _release_stale(names: set[str]) -> None:
+    """A lab of these names kept by an earlier sweep whose client went away without
+    releasing it (killed): the new sweep's lab replaces it."""
+    for other, session in list(_sessions.items()):
+        if session.lab is not None and session.lab.name in names:
+            del _sessions[other]
+            session.close()
+
+
+def release(sweep: str) -> str:
+    """Dask task (or client.run): tear down the sweep's lab on this host; the host's name."""
+
+    def work() -> str:
+        session = _sessions.pop(sweep, None)
+        _stopped.pop(sweep, None)
+        if session is not None:
+            session.close()
+        return current().name
+
+    return _lab_thread().call(work)
+
+
+def interrupt(sweep: str, name: str = "SIGINT") -> bool:
+    """client.run on every worker: stop the sweep's current run; True if there was one."""
+    _stopped[sweep] = name
+    session = _sessions.get(sweep)
+    if session is None:
+        return False
+    session.stop.request(name, session.config.state_dir)
+    return True

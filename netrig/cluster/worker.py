@@ -1,0 +1,128 @@
+"""The Dask worker of one lab host (`netrig worker --scheduler tcp://HOST:PORT`).
+
+It offers one unit of the resource `netrig-host`, so a host runs one run (or builds one lab
+part) at a time however many threads it has, publishes its facts in the scheduler's
+metadata (`netrig-hosts` → name → facts), removes the leftovers of a worker of this host
+that was killed before, and tears its labs down when it is stopped (SIGTERM, SIGINT).
+No nanny: the worker is the one process recorded for the host, and a worker that dies is
+a lost host whose runs the client sends elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import Any
+
+from distributed import Worker
+
+from netrig.cluster import tasks
+from netrig.cluster.host import FACTS_KEY, RESOURCE, HostConfig, remove_leftovers, set_current
+from netrig.host.facts import collect_host_facts
+
+FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
+
+
+def host_facts(config: HostConfig) -> dict[str, Any]:
+    """What the scheduler shows about this host: its facts, the kernel features netrig
+    doctor probes, and how it keeps its labs."""
+    from netrig.host.features import probe_features
+
+    return {
+        **collect_host_facts(FACT_TOOLS),
+        "features": {name: r.status for name, r in probe_features().items()},  # netrig doctor's
+        "netrig_host": config.name,
+        "state_dir": config.state_dir,
+        "ns_prefix": config.ns_prefix,
+        "underlay_ns": config.underlay_ns,
+        "underlay_addr": config.underlay_addr,
+        "pid": os.getpid(),
+    }
+
+
+class NetrigWorker(Worker):
+    """A Dask worker that is a netrig host: resource netrig-host=1, facts published.
+
+    Also the `worker_class` of `netrig cluster ssh` (Dask's SSHCluster), where the host is
+    described by its environment (HostConfig.from_env: NETRIG_HOST_NAME...)."""
+
+    def __init__(self, *args: Any, host_config: HostConfig | None = None, **kwargs: Any) -> None:
+        self.host_config = host_config or HostConfig.from_env()
+        kwargs.setdefault("name", self.host_config.name)
+        kwargs["resources"] = {**(kwargs.get("resources") or {}), RESOURCE: 1}
+        kwargs.setdefault("memory_limit", 0)
+        kwargs.setdefault("dashboard", False)
+        kwargs.setdefault("local_directory", os.path.join(self.host_config.state_dir, "dask"))
+        set_current(self.host_config)
+        super().__init__(*args, **kwargs)
+
+    async def start_unsafe(self) -> NetrigWorker:
+        if not _prepared:
+            prepare(self.host_config)
+        await super().start_unsafe()
+        await self.scheduler.set_metadata(
+            keys=[FACTS_KEY, self.host_config.name], value=host_facts(self.host_config)
+        )
+        return self
+
+
+_prepared = False
+
+
+def prepare(config: HostConfig) -> None:
+    """Before joining: this host's state dir, the imports a run needs, and the removal of
+    what a killed worker of this host left behind."""
+    global _prepared
+    os.makedirs(config.state_dir, exist_ok=True)
+    os.environ["NETRIG_STATE_DIR"] = config.state_dir  # for anything that reads the default
+    _preload()
+    removed = remove_leftovers(config)
+    if removed:
+        logging.getLogger("netrig").warning("removed leftovers of a lost worker: %s", removed)
+    _prepared = True
+
+
+async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthreads: int) -> None:
+    worker = NetrigWorker(
+        scheduler, host_config=config, nthreads=nthreads, host=listen, death_timeout=60
+    )
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    await worker
+    try:
+        finished = asyncio.ensure_future(worker.finished())
+        stopper = asyncio.ensure_future(stopping.wait())
+        await asyncio.wait([finished, stopper], return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+    finally:
+        await worker.close(timeout=5)
+
+
+def _preload() -> None:
+    """Import what a run needs (the plugins, the runner) before joining: the first run of a
+    fresh worker should not pay seconds of imports on the clock of a sweep."""
+    from netrig import measure, routing, services
+
+    measure.load_plugins()
+    routing.load_plugins()
+    services.load_plugins()
+    import netrig.plan.experiment  # noqa: F401  (unpickling an experiment needs it)
+
+
+def run_worker(
+    scheduler: str, config: HostConfig, listen: str | None = None, nthreads: int = 2
+) -> None:
+    """Serve as this host's worker until stopped; then remove this host's labs."""
+    set_current(config)
+    logging.getLogger("distributed").setLevel(logging.WARNING)
+    prepare(config)
+    try:
+        asyncio.run(_serve(scheduler, config, listen, nthreads))
+    finally:
+        for sweep in list(tasks._sessions):
+            tasks.release(sweep)
+        remove_leftovers(config)

@@ -1,0 +1,42 @@
+"""Bad input to the cluster commands: one message, exit 2 (or 1 for an unreachable
+scheduler), nothing created, no traceback."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from netrig.lab import netns
+from tests.conftest import netrig_cli, requires_root
+
+
+@requires_root
+def test_a_bad_cluster_name_is_refused_before_anything_exists() -> None:
+    before = netns.list_names()
+    done = netrig_cli("cluster", "local", "up", "--hosts", "2", "--name", "no-dash")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "cluster name 'no-dash'" in done.stderr
+    assert netns.list_names() == before
+
+
+def test_status_of_a_cluster_that_is_not_up() -> None:
+    done = netrig_cli("cluster", "local", "status", "--name", "nosuchclu")
+    assert done.returncode == 2 and "no local cluster 'nosuchclu' is up" in done.stderr
+
+
+def test_down_of_a_cluster_that_is_not_up_succeeds() -> None:
+    done = netrig_cli("cluster", "local", "down", "--name", "nosuchclu")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+
+
+def test_an_unreachable_scheduler_is_one_message(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    exp = tmp_path / "e.yaml"
+    exp.write_text("name: unreach\ntopology: {kind: pair}\nmeasure:\n"
+                   "  - ping: {src: n1, dst: n2, count: 1}\n")
+    done = netrig_cli("run", str(exp), "--db", str(tmp_path / "r.db"), "--cluster",
+                      f"tcp://127.0.0.1:{port}", timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot reach the cluster scheduler" in done.stderr

@@ -1,0 +1,63 @@
+"""Splitting a plan over hosts: cut links become tunnels, routes through them wait for them."""
+
+from __future__ import annotations
+
+import pytest
+
+from netrig.cluster import parts
+from netrig.cluster.placement import cut_links, partition
+from netrig.lab.build import LabError
+from netrig.rig import Lab
+
+
+def _ring(n: int, **extra: object) -> Lab:
+    return Lab.from_spec({"name": "prt", "topology": {"kind": "ring", "nodes": n}, **extra})
+
+
+def test_a_ring_over_three_hosts_is_cut_three_times_evenly() -> None:
+    plan = _ring(60).plan
+    where = partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links], ["a", "b", "c"])
+    assert sorted(list(where.values()).count(h) for h in "abc") == [20, 20, 20]
+    assert cut_links([(lk.a, lk.b) for lk in plan.links], where) == 3
+
+
+def test_split_turns_each_cut_link_into_two_tunnel_ends() -> None:
+    plan = _ring(12).plan
+    where = partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links], ["a", "b"])
+    split = parts.split(plan, where)
+    tunnels = [t for p in split.values() for t in p.tunnels]
+    assert len(tunnels) == 4  # 2 cut links, one end on each side
+    assert {t.mtu for t in tunnels} == {1450}
+    assert len({t.vni for t in tunnels}) == 2  # one VNI per link, shared by its two ends
+    for host, part in split.items():
+        assert set(part.plan.nodes) == {n for n, h in where.items() if h == host}
+        assert all(where[lk.a] == where[lk.b] == host for lk in part.plan.links)
+        for name, node in part.plan.nodes.items():
+            ends = {t.index for t in part.tunnels if t.node == name}
+            assert not ends & {i.index for i in node.ifaces}
+            kept = [r for r in node.routes if any(ix in ends for _, ix in r.nexthops)]
+            assert kept == []  # routes through a tunnel wait for it
+            full = plan.nodes[name].routes
+            assert len(node.routes) + len(part.deferred_routes[name]) == len(full)
+            for i in node.ifaces:  # link numbers point into the part's own links
+                link = part.plan.links[i.link]
+                assert name in (link.a, link.b)
+
+
+def test_a_daemons_part_starts_its_own_nodes_and_can_look_up_its_peers() -> None:
+    plan = _ring(6, routing={"protocol": "ospf"}).plan
+    where = {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)}
+    part = parts.split(plan, where)["a"]
+    assert part.plan.protocol == "none"  # the lab core builds it without daemons ...
+    assert part.daemons is not None and part.daemons.protocol == "ospf"  # ... they come after
+    assert set(part.daemons.nodes) == {"n1", "n2", "n3"}
+    assert part.daemons.node("n4").name == "n4" and part.daemons.node("n6").name == "n6"
+    assert {i.name for i in part.daemons.nodes["n3"].ifaces} == {
+        i.name for i in plan.nodes["n3"].ifaces
+    }  # the tunnel end is one of the daemon's interfaces
+
+
+def test_batman_across_hosts_is_refused_before_anything_is_built() -> None:
+    plan = _ring(6, routing={"protocol": "batman"}).plan
+    with pytest.raises(LabError, match="batman across hosts is not done yet"):
+        parts.split(plan, {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)})

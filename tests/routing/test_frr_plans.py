@@ -1,0 +1,179 @@
+"""The FRR plugins without root: what they ask of the plan, the configurations they write,
+and their options checked at file:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from netrig.rig.prepare import load_experiment
+from netrig.routing import make
+from netrig.routing._ospf_frr import FrrOspf
+from netrig.routing.bgp import ASN_BASE, Bgp
+from netrig.routing.isis import Isis
+from netrig.routing.ospf import Ospf
+from tests.model.test_fabric_topology import assert_refused_at
+from tests.routing.test_routing_plans import EXAMPLES, fake_lab, plan_of
+
+CLOS = {"kind": "clos", "spines": 2, "leaves": 2, "hosts_per_leaf": 1}
+
+
+def test_frr_protocols_get_a_private_run_and_spread_flows_by_five_tuple() -> None:
+    for routing in (
+        {"protocol": "bgp"},
+        {"protocol": "isis"},
+        {"protocol": "ospf", "daemon": "frr"},
+    ):
+        plan = plan_of({"topology": {"kind": "pair"}, "routing": routing})
+        assert plan.private_run, routing
+        assert plan.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+        assert plan.sysctls["net.ipv6.fib_multipath_hash_policy"] == "1"
+    bird = plan_of({"topology": {"kind": "pair"}, "routing": {"protocol": "ospf"}})
+    assert not bird.private_run  # BIRD keeps its socket in the node directory
+
+
+def test_ospf_daemon_frr_is_frr_and_bird_stays_the_default() -> None:
+    assert type(make("ospf", {})) is Ospf
+    frr = make("ospf", {"daemon": "frr"})
+    assert isinstance(frr, FrrOspf) and frr.options.hello == 1  # lab timers unless set
+    assert make("ospf", {}).options.hello == 10  # type: ignore[attr-defined]
+    assert make("ospf", {"daemon": "frr", "hello": 3}).options.hello == 3  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError, match="bfd needs daemon: frr"):
+        make("ospf", {"bfd": True})
+
+
+def test_bgp_config_unnumbered_sessions_per_tier_asns_and_bfd() -> None:
+    plan = plan_of({"topology": CLOS, "routing": {"protocol": "bgp"}})
+    lab = fake_lab(plan)
+    proto = make("bgp", {"asn": "per-tier", "keepalive": 2, "hold": 6})
+    assert isinstance(proto, Bgp)
+    spine, leaf = proto.config(lab, "s1", "bgpd"), proto.config(lab, "l1", "bgpd")
+    assert proto.asn(lab, "s1") == proto.asn(lab, "s2") == ASN_BASE
+    assert len({proto.asn(lab, n) for n in ("s1", "l1", "l2", "h1")}) == 4
+    assert f"router bgp {ASN_BASE}\n" in spine
+    # one unnumbered session per interface: l1 has two spines and its host
+    assert [line for line in leaf.splitlines() if "interface peer-group" in line] == [
+        f" neighbor eth{i} interface peer-group fabric" for i in range(3)
+    ]
+    assert " neighbor fabric timers 2 6" in leaf and "bfd" not in leaf
+    assert " bgp bestpath as-path multipath-relax" in leaf
+    assert "allowas-in origin" in spine and "allowas-in" not in leaf  # spines see each other
+    assert leaf.count("redistribute connected") == 2  # IPv4 and IPv6
+    # BFD: sessions on the link addresses (FRR 8.4 runs no BFD for interface peers)
+    with_bfd = make("bgp", {"bfd": True})
+    conf = with_bfd.config(lab, "l1", "bgpd")  # type: ignore[attr-defined]
+    assert "interface peer-group" not in conf
+    peer = plan.node("s1").iface(plan.node("l1").ifaces[0].peer_iface).addrs[0].split("/")[0]
+    assert f" neighbor {peer} bfd\n neighbor {peer} bfd profile netrig\n" in conf
+    bfdd = with_bfd._daemon_config(lab, "l1", "bfdd")  # type: ignore[attr-defined]
+    assert "transmit-interval 300" in bfdd and "detect-multiplier 3" in bfdd
+
+
+def test_bgp_on_link_addresses_activates_each_session_for_its_own_family() -> None:
+    plan = plan_of({"topology": {"kind": "pair"}, "routing": {"protocol": "bgp"}})
+    conf = make("bgp", {"unnumbered": False}).config(fake_lab(plan), "n1", "bgpd")  # type: ignore[attr-defined]
+    peer = plan.node("n2").ifaces[0].addrs
+    v4, v6 = (a.split("/")[0] for a in peer)
+    assert (
+        f" neighbor {v4} peer-group fabric" in conf and f" neighbor {v6} peer-group fabric" in conf
+    )
+    v4_part = conf[conf.index("address-family ipv4") : conf.index("address-family ipv6")]
+    assert f"no neighbor {v6} activate" in v4_part and v4 not in v4_part
+
+
+def test_isis_config_level_2_point_to_point_costs_and_a_passive_loopback() -> None:
+    plan = plan_of(
+        {
+            "topology": {"kind": "ring", "nodes": 4},
+            "links": [{"a": "n1", "b": "n2", "cost": 7}],
+            "routing": {"protocol": "isis"},
+        }
+    )
+    proto = make("isis", {"hello": 2, "hello_multiplier": 4})
+    assert isinstance(proto, Isis)
+    conf = proto.config(fake_lab(plan), "n1", "isisd")
+    to_n2 = next(i.name for i in plan.node("n1").ifaces if i.peer == "n2")
+    block = conf[conf.index(f"interface {to_n2}\n") :].split("exit")[0]
+    assert " isis metric 7" in block and " isis network point-to-point" in block
+    assert " isis hello-interval 2" in block and " isis hello-multiplier 4" in block
+    assert " ip router isis netrig" in block and " ipv6 router isis netrig" in block
+    assert "interface lo\n ip router isis netrig\n ipv6 router isis netrig\n isis passive" in conf
+    assert " net 49.0001.0000.0000.0001.00" in conf and " is-type level-2-only" in conf
+    # the first LSP is scheduled when `net` is read: the intervals must come before it
+    assert conf.index("lsp-gen-interval") < conf.index(" net ")
+
+
+def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
+    plan = plan_of(
+        {
+            "topology": {"kind": "ring", "nodes": 4},
+            "links": [{"a": "n1", "b": "n2", "cost": 7}],
+            "routing": {"protocol": "ospf", "daemon": "frr"},
+        }
+    )
+    proto = make("ospf", {"daemon": "frr", "hello": 2, "dead": 7, "area": 3, "bfd": True})
+    lab = fake_lab(plan)
+    v2, v3 = proto.config(lab, "n1", "ospfd"), proto.config(lab, "n1", "ospf6d")  # type: ignore[attr-defined]
+    to_n2 = next(i.name for i in plan.node("n1").ifaces if i.peer == "n2")
+    block = v2[v2.index(f"interface {to_n2}\n") :].split("exit")[0]
+    for line in ("ip ospf area 0.0.0.3", "ip ospf network point-to-point", "ip ospf cost 7"):
+        assert f" {line}\n" in block
+    assert " ip ospf hello-interval 2" in block and " ip ospf dead-interval 7" in block
+    assert " ip ospf bfd profile netrig" in block
+    assert " ipv6 ospf6 cost 7" in v3 and " ospf6 router-id 198.18.0.1" in v3
+    v4_only = plan_of(
+        {
+            "topology": {"kind": "pair"},
+            "routing": {"protocol": "isis"},
+            "addressing": {"ipv6": False},
+        }
+    )
+    assert proto.node_daemons(fake_lab(v4_only), "n1") == ["ospfd"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("routing", "message"),
+    [
+        ("{protocol: bgp, keepalive: 3, hold: 5}", "hold (5 s) must be at least 3 × keepalive"),
+        ("{protocol: bgp, asn: per-pod}", "'per-node' or 'per-tier'"),
+        ("{protocol: bgp, daemon: bird}", "'frr'"),
+        ("{protocol: isis, hello: 0}", "greater than or equal to 1"),
+        ("{protocol: isis, bfd_interval: 5}", "greater than or equal to 10"),
+        ("{protocol: ospf, bfd: true}", "bfd needs daemon: frr"),
+        ("{protocol: ospf, daemon: quagga}", "'bird' or 'frr'"),
+        ("{protocol: bgp, bfd: true, unnumbered: true}", "FRR 8.4 starts no BFD session"),
+    ],
+)
+def test_bad_frr_options_are_refused_at_file_and_line(
+    tmp_path: Path, routing: str, message: str
+) -> None:
+    text = f"name: frr\ntopology: {{kind: pair}}\n\nrouting: {routing}\n"
+    assert_refused_at(tmp_path / "frr.yaml", text, 4, message)
+
+
+@pytest.mark.parametrize("name", ["fabric-clos.yaml", "fabric-clos-cut.yaml"])
+def test_fabric_examples_validate_with_every_protocol(name: str) -> None:
+    exp = load_experiment(str(EXAMPLES / name))
+    points = {(p.plan.protocol, p.plan.routing_options["bfd"]) for p in exp.points}
+    assert points == {(p, b) for p in ("bgp", "ospf", "isis") for b in (False, True)}
+    assert all(p.plan.routing_options["daemon"] == "frr" for p in exp.points)
+    assert all(len(p.plan.nodes) == 10 for p in exp.points)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "options"),
+    [
+        ("ospf", {}),
+        ("ospf", {"daemon": "frr", "bfd": True}),
+        ("bgp", {"asn": "per-tier", "bfd": True}),
+        ("isis", {"hello": 2}),
+    ],
+)
+def test_options_survive_the_plans_round_trip(protocol: str, options: dict[str, object]) -> None:
+    """A lab that is up is driven from its stored plan: the dumped options, every field
+    set, must validate again to the same plugin and options."""
+    first = make(protocol, options)
+    again = make(protocol, first.options.model_dump())
+    assert type(again) is type(first) and again.options == first.options
