@@ -29,7 +29,8 @@ from typing import IO, Any, Literal
 
 from netrig.base.sample import Sample
 from netrig.plan.runs import point_key
-from netrig.results import owner
+from netrig.results.owner import alive as owner_alive
+from netrig.results.owner import current as current_owner
 
 RunStatus = Literal["ok", "failed", "interrupted"]
 ExperimentStatus = Literal["running", "ok", "failed", "interrupted"]
@@ -239,7 +240,7 @@ class ResultStore:
             cursor = db.execute(
                 "INSERT INTO experiments (name, file_text, file_hash, started, host_facts, owner)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (name, file_text, file_hash, _iso(_now()), facts, owner.current()),
+                (name, file_text, file_hash, _iso(_now()), facts, current_owner()),
             )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
@@ -318,7 +319,7 @@ class ResultStore:
         with self._transaction() as db:
             db.execute(
                 "UPDATE experiments SET status = 'running', ended = NULL, owner = ? WHERE id = ?",
-                (owner.current(), experiment_id),
+                (current_owner(), experiment_id),
             )
 
     def finish_experiment(self, experiment_id: int, status: ExperimentStatus) -> None:
@@ -340,7 +341,7 @@ class ResultStore:
     @staticmethod
     def _experiment(row: sqlite3.Row) -> ExperimentRecord:
         status = row["status"]
-        if status == "running" and owner.alive(row["owner"]) is False:
+        if status == "running" and owner_alive(row["owner"]) is False:
             status = "interrupted"  # its process died without saying so (kill -9, crash)
         return ExperimentRecord(
             id=row["id"], name=row["name"], file_text=row["file_text"],
