@@ -596,20 +596,20 @@ def _multipath(ns: Scratch) -> Outcome:
     for i in range(2):
         index = ns.veth(f"nrm{i}", f"nrm{i}p")
         peer = link_get(nl, f"nrm{i}p")[0]
-        for req in (nlwire.new_addr(index, f"10.255.0.{2 * i}", 31),
+        for req in (nlwire.new_addr(index, f"192.0.2.{2 * i}", 31),
                     nlwire.set_link(index, up=True), nlwire.set_link(peer, up=True)):
             reply = nl.submit(req)
             if not reply.ok:
                 raise OSError(reply.code, f"{req.what}: {reply.describe()}")
-        hops.append((f"10.255.0.{2 * i + 1}", index))
-    reply = nl.submit(nlwire.new_route("10.254.0.0", 24, hops))
+        hops.append((f"192.0.2.{2 * i + 1}", index))
+    reply = nl.submit(nlwire.new_route("198.51.100.0", 24, hops))
     if not reply.ok:
         return missing(reply.describe())
     dump = nl.send(nlwire.RTM_GETROUTE, nlwire.NLM_F_DUMP, struct.pack("=BBBBBBBBI", socket.AF_INET,
                                                                     0, 0, 0, 0, 0, 0, 0, 0))
     for _mtype, body in dump.data:
         attrs = nlwire.parse_attrs(body, 12)
-        if attrs.get(nlwire.RTA_DST) == bytes([10, 254, 0, 0]) and nlwire.RTA_MULTIPATH in attrs:
+        if attrs.get(nlwire.RTA_DST) == bytes([198, 51, 100, 0]) and nlwire.RTA_MULTIPATH in attrs:
             return present("route with two next hops added and read back")
     return missing("route accepted but not read back with RTA_MULTIPATH")
 

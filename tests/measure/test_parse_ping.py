@@ -123,10 +123,10 @@ def test_no_route_fails_with_pings_own_words(
 
 def test_duplicates_do_not_count_as_replies() -> None:
     text = (
-        "PING 10.0.0.1 (10.0.0.1) 56(84) bytes of data.\n"
-        "64 bytes from 10.0.0.1: icmp_seq=1 ttl=64 time=0.100 ms\n"
-        "64 bytes from 10.0.0.1: icmp_seq=1 ttl=64 time=0.300 ms (DUP!)\n"
-        "\n--- 10.0.0.1 ping statistics ---\n"
+        "PING 192.0.2.1 (192.0.2.1) 56(84) bytes of data.\n"
+        "64 bytes from 192.0.2.1: icmp_seq=1 ttl=64 time=0.100 ms\n"
+        "64 bytes from 192.0.2.1: icmp_seq=1 ttl=64 time=0.300 ms (DUP!)\n"
+        "\n--- 192.0.2.1 ping statistics ---\n"
         "1 packets transmitted, 1 received, +1 duplicates, 0% packet loss, time 0ms\n"
         "rtt min/avg/max/mdev = 0.100/0.200/0.300/0.100 ms\n"
     )
@@ -140,7 +140,7 @@ def test_duplicates_do_not_count_as_replies() -> None:
     [
         ("", "ping: nosuchhost: Name or service not known", "ping: nosuchhost: Name or service"),
         ("garbage\n", "", "ping: printed no statistics"),
-        ("PING 10.0.0.1 (10.0.0.1) 56(84) bytes of data.\n", "", "ping 10.0.0.1: printed no"),
+        ("PING 192.0.2.1 (192.0.2.1) 56(84) bytes of data.\n", "", "ping 192.0.2.1: printed no"),
         ("", "", "ping: printed no statistics"),
     ],
 )

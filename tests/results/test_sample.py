@@ -35,7 +35,7 @@ def test_a_metric_name_is_required() -> None:
 
 def test_failure_carries_reason_and_samples() -> None:
     kept = [Sample("loss_percent", 100, "%")]
-    failure = MeasurementFailed("no reply from 10.0.0.2", kept)
-    assert str(failure) == failure.reason == "no reply from 10.0.0.2"
+    failure = MeasurementFailed("no reply from 192.0.2.2", kept)
+    assert str(failure) == failure.reason == "no reply from 192.0.2.2"
     assert failure.samples == tuple(kept)
     assert MeasurementFailed("x").samples == ()
