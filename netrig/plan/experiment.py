@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from netrig.base.plugin import Plugin
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog
 from netrig.model.experiment import ExperimentModel, ExperimentSettings, substitute_point
@@ -35,8 +36,8 @@ class MeasureStep:
 
     name: str
     kind: str
-    plugin: Any  # a netrig.measure plugin (from the catalog: the plan imports none)
-    options: Any  # its validated Options model
+    plugin: Plugin[Any]  # a netrig.measure plugin (from the catalog: the plan imports none)
+    options: BaseModel  # its validated Options model (the plugin's own Options type)
     timeout: float
 
 

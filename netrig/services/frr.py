@@ -17,7 +17,7 @@ import os
 import pwd
 import shlex
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -66,16 +66,16 @@ def parse_daemons(text: str) -> tuple[list[str], dict[str, list[str]]]:
 
 
 @register
-class Frr(Service):
+class Frr(Service[FrrOptions]):
     name = "frr"
     summary = "Debian's FRR with the node's /etc/frr (daemons, frr.conf), as the FRR image"
     Options = FrrOptions
     private_run = True  # zebra's socket, the vty sockets and pid files: per node
 
-    def tools(self, options: Any) -> dict[str, str]:
+    def tools(self, options: FrrOptions) -> dict[str, str]:
         return {f"{FRR_DIR}/zebra": "frr", f"{FRR_DIR}/watchfrr": "frr", "vtysh": "frr"}
 
-    def start(self, lab: Lab, node: str, options: Any) -> None:
+    def start(self, lab: Lab, node: str, options: FrrOptions) -> None:
         shown = lab.exec(node, ["cat", "/etc/frr/daemons"], capture_output=True)
         if shown.returncode != 0:
             raise LabError(f"{node}: frr: cannot read /etc/frr/daemons: {shown.stderr.strip()}")
@@ -108,5 +108,5 @@ class Frr(Service):
         daemons.wait_until(lab, lambda: not missing(), SOCKET_TIMEOUT,
                            f"{node}: frr: no {', '.join(missing())}")  # fmt: skip
 
-    def ready(self, lab: Lab, node: str, options: Any, pid: int) -> bool:
+    def ready(self, lab: Lab, node: str, options: FrrOptions, pid: int) -> bool:
         return True  # start() returns once every daemon answers and frr.conf is loaded
