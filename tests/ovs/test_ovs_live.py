@@ -16,6 +16,7 @@ import pytest
 
 from netrig.lab import netns
 from netrig.lab.ledger import process_alive
+from netrig.lab.procs import listening_ports
 from netrig.rig import Lab
 from netrig.switch import ovs
 from tests.conftest import netrig_cli, new_lab_name, requires_root
@@ -67,8 +68,13 @@ def vsctl(lab: Lab, node: str, *args: str) -> str:
 
 def iperf3_bytes(lab: Lab, client: str, server: str) -> int:
     """Bytes a 1 s iperf3 TCP stream from CLIENT delivered to SERVER."""
+    done: subprocess.CompletedProcess[str] | None = None
     proc = lab.popen(server, ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL)
     try:
+        deadline = time.monotonic() + 10  # a loaded machine starts the server late
+        while 5201 not in listening_ports(proc.pid) and proc.poll() is None:
+            assert time.monotonic() < deadline, "iperf3 -s did not listen within 10 s"
+            time.sleep(0.02)
         done = lab.exec(
             client,
             ["iperf3", "-c", lab.addr(server), "-t", "1", "--json", "--connect-timeout", "3000"],
@@ -76,7 +82,10 @@ def iperf3_bytes(lab: Lab, client: str, server: str) -> int:
             timeout=20,
         )
     finally:
+        if proc.poll() is None and (done is None or done.returncode != 0):
+            proc.kill()  # the client never came: -1 alone would wait for ever
         proc.wait(timeout=10)
+    assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout)
     assert "error" not in result, result["error"]
     return int(result["end"]["sum_received"]["bytes"])
