@@ -26,6 +26,8 @@ from netrig.routing._frr import RTPROT_BGP, FrrOptions, FrrProtocol, router_id
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
+    from netrig.model.load import LabGraph
+    from netrig.model.yamlmarks import KeyPath
 
 ASN_BASE = 4200000000  # RFC 6996 private 4-byte ASNs: 4200000000-4294967294
 SHARED_TIERS = ("s", "c")  # spines (clos) and cores (fat-tree) share an AS under per-tier
@@ -50,9 +52,25 @@ class BgpOptions(FrrOptions):
         2, ge=1, le=65535, description="seconds between attempts to open a session"
     )
     maximum_paths: int = Field(64, ge=1, le=256, description="equal paths installed (ECMP)")
+    ibgp: bool = Field(
+        False,
+        description="one AS for the lab (iBGP) with route reflectors instead of eBGP: "
+        "sessions on the links, each node a client of its neighbours one hop nearer the "
+        "reflectors, next hops set to self",
+    )
+    route_reflectors: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="with ibgp: the top route reflectors (default: the spines s* of a clos, "
+        "else the cores c* of a fat tree)",
+    )
 
     @model_validator(mode="after")
     def _hold_after_keepalive(self) -> BgpOptions:
+        if self.route_reflectors is not None and not self.ibgp:
+            raise ValueError("route_reflectors needs ibgp: true (eBGP reflects nothing)")
+        if self.ibgp and self.asn != "per-node":
+            raise ValueError(f"asn: {self.asn} with ibgp: the whole lab is one AS ({ASN_BASE})")
         if self.bfd and self.unnumbered:
             raise ValueError(
                 "bfd with unnumbered sessions: FRR 8.4 starts no BFD session for a peer "
@@ -74,59 +92,247 @@ class Bgp(FrrProtocol[BgpOptions]):
     rtprot = RTPROT_BGP
 
     def asn(self, lab: Lab, node: str) -> int:
+        if self.options.ibgp:
+            return ASN_BASE
         if self.options.asn == "per-tier" and _tier(node) in SHARED_TIERS:
             return ASN_BASE + SHARED_TIERS.index(_tier(node))  # below every node index
         return ASN_BASE + 100 + lab.plan.node(node).index
+
+    def check(self, graph: LabGraph) -> list[tuple[KeyPath, str]]:
+        routers = {name for name, node in graph.nodes.items() if node.kind != "switch"}
+        problems: list[tuple[KeyPath, str]] = []
+        adjacent: dict[str, set[str]] = {}
+        for link in graph.links:
+            if link.a in routers and link.b in routers:
+                adjacent.setdefault(link.a, set()).add(link.b)
+                adjacent.setdefault(link.b, set()).add(link.a)
+                continue
+            router, switch = (link.a, link.b) if link.a in routers else (link.b, link.a)
+            if router in routers:  # (a link between two switches concerns no session)
+                problems.append(
+                    (
+                        link.path,
+                        f"bgp runs its sessions on point-to-point links only, and {router} "
+                        f"reaches {switch}, a switch (a shared segment): link the routers "
+                        "directly, or route the segment with ospf or isis",
+                    )
+                )
+        if problems or not self.options.ibgp:
+            return problems
+        return _reflector_problems(adjacent, self.options.route_reflectors)
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
         o = self.options
         unnumbered = o.unnumbered if o.unnumbered is not None else not o.bfd
         plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
-        # nodes of a shared AS take routes that their AS originated (the other spines'
-        # loopbacks), not routes that only passed through it
-        shared = self.asn(lab, node) < ASN_BASE + 100
+        ibgp = o.ibgp
+        # the session groups on this node: eBGP has one; iBGP one per role (a neighbour
+        # nearer the reflectors, one farther off whose routes this node reflects, or
+        # another top reflector)
+        groups: dict[str, list[str]] = {}  # group → interfaces
+        clients = {CLIENTS}  # the groups whose routes this node reflects
+        if ibgp:
+            level = _levels(_plan_adjacency(lab), self.reflectors(lab))
+            if level.get(node) == 1:
+                # top reflectors are seldom linked to each other (the spines of a Clos):
+                # the nodes below them reflect their routes to one another
+                clients.add(REFLECTORS)
+            for iface in plan_node.ifaces:
+                role = _role(level, node, iface.peer)
+                if role:
+                    groups.setdefault(role, []).append(iface.name)
+        else:
+            groups[EBGP] = [iface.name for iface in plan_node.ifaces]
         out = [
             f"router bgp {self.asn(lab, node)}",
             f" bgp router-id {router_id(lab, node)}",
             " no bgp ebgp-requires-policy",
             " no bgp default ipv4-unicast",
-            " bgp bestpath as-path multipath-relax",
-            " bgp bestpath compare-routerid",
-            *([" bgp log-neighbor-changes"] if o.debug else []),
-            " neighbor fabric peer-group",
-            " neighbor fabric remote-as external",
-            f" neighbor fabric timers {o.keepalive} {o.hold}",
-            f" neighbor fabric timers connect {o.connect_retry}",
-            " neighbor fabric advertisement-interval 0",
         ]
+        if ibgp:
+            # every hop adds 1 to the MED, which iBGP compares before the IGP metric (there
+            # is none: next hops are always the neighbour's own link address) and the
+            # originator: a hop count, as the AS path length is in eBGP
+            out += [" bgp route-reflector allow-outbound-policy", " bgp always-compare-med"]
+        else:
+            out += [" bgp bestpath as-path multipath-relax", " bgp bestpath compare-routerid"]
+        out += [" bgp log-neighbor-changes"] if o.debug else []
+        for group in groups:
+            out += [
+                f" neighbor {group} peer-group",
+                f" neighbor {group} remote-as {'internal' if ibgp else 'external'}",
+                f" neighbor {group} timers {o.keepalive} {o.hold}",
+                f" neighbor {group} timers connect {o.connect_retry}",
+                f" neighbor {group} advertisement-interval 0",
+            ]
         peers: dict[int, list[str]] = {4: [], 6: []}
-        for iface in plan_node.ifaces:
-            if unnumbered:
-                out.append(f" neighbor {iface.name} interface peer-group fabric")
-                continue
-            peer = lab.plan.node(iface.peer).iface(iface.peer_iface)
-            for cidr in peer.addrs:
-                addr = cidr.split("/")[0]
-                peers[6 if ":" in addr else 4].append(addr)
-                out.append(f" neighbor {addr} peer-group fabric")
-                out += [f" {line}" for line in self.bfd_line(f"neighbor {addr} bfd")]
+        for group, ifaces in groups.items():
+            for name in ifaces:
+                iface = plan_node.iface(name)
+                if unnumbered:
+                    out.append(f" neighbor {iface.name} interface peer-group {group}")
+                    continue
+                peer = lab.plan.node(iface.peer).iface(iface.peer_iface)
+                for cidr in peer.addrs:
+                    addr = cidr.split("/")[0]
+                    peers[6 if ":" in addr else 4].append(addr)
+                    out.append(f" neighbor {addr} peer-group {group}")
+                    out += [f" {line}" for line in self.bfd_line(f"neighbor {addr} bfd")]
+        # nodes of a shared AS take routes that their AS originated (the other spines'
+        # loopbacks), not routes that only passed through it
+        shared = not ibgp and self.asn(lab, node) < ASN_BASE + 100
         for family in families:
             out += [
                 f" address-family ipv{family} unicast",
                 "  redistribute connected",
-                f"  maximum-paths {o.maximum_paths}",
-                "  neighbor fabric activate",
-                *(["  neighbor fabric allowas-in origin"] if shared else []),
+                f"  maximum-paths {'ibgp ' if ibgp else ''}{o.maximum_paths}",
             ]
+            for group in groups:
+                out.append(f"  neighbor {group} activate")
+                if ibgp:
+                    out += [
+                        f"  neighbor {group} next-hop-self force",
+                        f"  neighbor {group} route-map {HOP_MAP} out",
+                    ]
+                if shared:
+                    out.append(f"  neighbor {group} allowas-in origin")
+            out += [f"  neighbor {g} route-reflector-client" for g in groups if g in clients]
             if not unnumbered:  # a session of one family carries only that family
                 other = peers[10 - family]
                 out += [f"  no neighbor {addr} activate" for addr in other]
             out.append(" exit-address-family")
         out.append("exit")
+        if ibgp:
+            out += [f"route-map {HOP_MAP} permit 10", " set metric +1", "exit"]
         if o.debug:
             out += ["debug bgp neighbor-events", "debug bgp updates"]
         return "\n".join(out) + "\n"
+
+    def reflectors(self, lab: Lab) -> list[str]:
+        """The top route reflectors: the file's, or the fabric's spines (else cores)."""
+        o = self.options
+        return o.route_reflectors or _default_reflectors(_plan_adjacency(lab))
+
+
+EBGP, REFLECTORS, CLIENTS, TOPS = "fabric", "reflectors", "clients", "tops"
+HOP_MAP = "hop"
+
+
+def _plan_adjacency(lab: Lab) -> dict[str, set[str]]:
+    """Router → the routers it has a link to (switch nodes are refused by check())."""
+    out: dict[str, set[str]] = {}
+    for node in lab.plan.nodes.values():
+        if node.kind == "switch":
+            continue
+        for iface in node.ifaces:
+            if lab.plan.node(iface.peer).kind != "switch":
+                out.setdefault(node.name, set()).add(iface.peer)
+    return out
+
+
+def _default_reflectors(adjacent: dict[str, set[str]]) -> list[str]:
+    for tier in SHARED_TIERS:
+        found = sorted((n for n in adjacent if _tier(n) == tier), key=_natural)
+        if found:
+            return found
+    return []
+
+
+def _levels(adjacent: dict[str, set[str]], tops: list[str]) -> dict[str, int]:
+    """Hops from the nearest top reflector, for every router that has a way to one."""
+    level = {top: 0 for top in tops if top in adjacent}
+    frontier = list(level)
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for peer in sorted(adjacent[node]):
+                if peer not in level:
+                    level[peer] = level[node] + 1
+                    nxt.append(peer)
+        frontier = nxt
+    return level
+
+
+def _role(level: dict[str, int], node: str, peer: str) -> str | None:
+    """The session group of NODE's neighbour PEER: one hop nearer the reflectors
+    (REFLECTORS: they reflect NODE's routes), one hop farther (CLIENTS), another top
+    reflector (TOPS); none between two nodes as far from the reflectors."""
+    if node not in level or peer not in level:
+        return None
+    if level[peer] == level[node] - 1:
+        return REFLECTORS
+    if level[peer] == level[node] + 1:
+        return CLIENTS
+    return TOPS if level[node] == level[peer] == 0 else None
+
+
+def _reflector_problems(
+    adjacent: dict[str, set[str]], chosen: list[str] | None
+) -> list[tuple[KeyPath, str]]:
+    """Unknown reflectors, and routers whose routes would never reach each other: a route
+    climbs from its origin through every reflector above it, crosses at most one link
+    between top reflectors, and goes down; two routers need a top reflector in common, or
+    two linked ones."""
+    if chosen is not None:
+        bad = [
+            (("routing", "route_reflectors", i), name)
+            for i, name in enumerate(chosen)
+            if name not in adjacent
+        ]
+        if bad:
+            return [
+                (path, f"route reflector {name!r} is not a router with links in this lab")
+                for path, name in bad
+            ]
+        tops, where = chosen, ("routing", "route_reflectors")
+    else:
+        tops, where = _default_reflectors(adjacent), ("routing", "ibgp")
+        if not tops:
+            return [
+                (
+                    where,
+                    "ibgp: no route reflectors: this lab has no spines (s*) or cores (c*); "
+                    "name them in route_reflectors",
+                )
+            ]
+    level = _levels(adjacent, tops)
+    cut_off = sorted((n for n in adjacent if n not in level), key=_natural)
+    if cut_off:
+        return [(where, f"ibgp: {cut_off[0]} has no way to a route reflector")]
+    above: dict[str, set[str]] = {}  # router → the top reflectors its routes climb to
+    for node in sorted(level, key=level.__getitem__):
+        parents = [above[p] for p in adjacent[node] if level[p] == level[node] - 1]
+        above[node] = set().union(*parents) if parents else {node}
+    # from a top reflector routes go on to the top reflectors linked to it, or sharing a
+    # neighbour with it (which reflects for both): groups of top reflectors that hear all
+    group = {top: {top} for top in level if level[top] == 0}
+    for node in level:
+        if level[node] <= 1:
+            tops = [t for t in ({node} | adjacent[node]) if level[t] == 0]
+            merged = set().union(*(group[t] for t in tops))
+            for t in merged:
+                group[t] = merged
+    for a in sorted(level, key=_natural):
+        reach = set().union(*(group[t] for t in above[a]))
+        for b in sorted(level, key=_natural):
+            if a != b and not reach & above[b]:
+                return [
+                    (
+                        where,
+                        f"ibgp: the routes of {a} never reach {b}: they climb only to "
+                        f"{', '.join(sorted(above[a], key=_natural))}, and {b} hears only "
+                        f"from {', '.join(sorted(above[b], key=_natural))}; choose "
+                        "reflectors that both reach, or link the reflectors",
+                    )
+                ]
+    return []
+
+
+def _natural(name: str) -> tuple[str, int]:
+    """s2 before s10."""
+    tier = _tier(name)
+    return tier, int(name[len(tier) :] or 0)
 
 
 def _tier(node: str) -> str:
