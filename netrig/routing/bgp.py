@@ -144,7 +144,10 @@ class Bgp(FrrProtocol[BgpOptions]):
                     groups.setdefault(role, []).append(iface.name)
         else:
             groups[EBGP] = [iface.name for iface in plan_node.ifaces]
-        out = [
+        # the route map comes first: a session that starts before its route map is read
+        # sends nothing until bgpd's route-map delay timer (5 s) runs out
+        out = [f"route-map {HOP_MAP} permit 10", " set metric +1", "exit"] if ibgp else []
+        out += [
             f"router bgp {self.asn(lab, node)}",
             f" bgp router-id {router_id(lab, node)}",
             " no bgp ebgp-requires-policy",
@@ -203,8 +206,6 @@ class Bgp(FrrProtocol[BgpOptions]):
                 out += [f"  no neighbor {addr} activate" for addr in other]
             out.append(" exit-address-family")
         out.append("exit")
-        if ibgp:
-            out += [f"route-map {HOP_MAP} permit 10", " set metric +1", "exit"]
         if o.debug:
             out += ["debug bgp neighbor-events", "debug bgp updates"]
         return "\n".join(out) + "\n"
