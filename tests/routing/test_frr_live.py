@@ -22,6 +22,7 @@ assert daemon_lab  # a fixture, used by name
 CLOS = {"kind": "clos", "spines": 2, "leaves": 4, "hosts_per_leaf": 1}
 PROTOCOLS = {
     "bgp": {"protocol": "bgp"},
+    "ibgp": {"protocol": "bgp", "ibgp": True},
     "isis": {"protocol": "isis"},
     "ospf-frr": {"protocol": "ospf", "daemon": "frr"},
 }
@@ -66,6 +67,44 @@ def test_bgp_clos_converges_spreads_flows_over_both_spines_and_answers_vtysh(dae
     # IPv4 addresses too, so the kernel routes name the spines' link addresses
     routes = lab.exec("l1", ["ip", "route", "show", lab.addr("h4")], capture_output=True).stdout
     assert "proto bgp" in routes and routes.count("nexthop via") == 2, routes
+
+
+@requires_tool("ping")
+def test_ibgp_clos_reflects_through_the_spines_over_both_of_them(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab({"topology": CLOS, "routing": {"protocol": "bgp", "ibgp": True}})
+    assert lab.check_result is not None and lab.check_result.ok
+    assert lab.check_result.pairs == 10 * 9 * 2
+    used = spines_used(lab, "h1", "h4")
+    assert set(used) == {("s1",), ("s2",)} and min(used.values()) >= FLOWS // 5, used
+    # one AS: l1's three sessions (two spines, its host) are internal, with prefixes
+    summary = vtysh(lab, "l1", "show bgp ipv4 unicast summary")
+    assert "local AS number 4200000000" in summary, summary
+    sessions = re.findall(r"^(eth\d)\s+4\s+(\d+)\s+.*\s(\d+)\s+(\d+)\s+N/A$", summary, re.M)
+    assert sorted(s[0] for s in sessions) == ["eth0", "eth1", "eth2"], summary
+    assert {asn for _n, asn, _r, _s in sessions} == {"4200000000"}, summary
+    assert all(int(rcvd) > 0 for _n, _a, rcvd, _s in sessions), summary
+    # h4's loopback reached l1 through both spines, reflected by each (cluster lists)
+    entry = vtysh(lab, "l1", f"show bgp ipv4 unicast {lab.addr('h4')}/32")
+    assert entry.count("Cluster list: ") == 2 and entry.count("multipath") == 2, entry
+    assert "Route-Reflector Client" in vtysh(lab, "s1", "show bgp neighbors eth0")
+    routes = lab.exec("l1", ["ip", "route", "show", lab.addr("h4")], capture_output=True).stdout
+    assert "proto bgp" in routes and routes.count("nexthop via") == 2, routes
+    out = lab.exec("h1", ["ping", "-c10", "-i0.05", "-W2", lab.addr("h4")], capture_output=True)
+    assert " 0% packet loss" in out.stdout, out.stdout
+
+
+@requires_tool("ping")
+def test_ibgp_with_a_chosen_reflector_on_link_addresses_with_bfd(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    routing = {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n3"], "bfd": True}
+    lab = daemon_lab({"topology": {"kind": "chain", "nodes": 4}, "routing": routing})
+    assert lab.check_result is not None and lab.check_result.ok
+    assert path_nodes(lab, "n1", "n4") == ["n1", "n2", "n3", "n4"]
+    assert path_nodes(lab, "n1", "n4", family=6) == ["n1", "n2", "n3", "n4"]
+    # n2 reflects n1's routes up to n3; sessions on the link addresses, one per family
+    summary = vtysh(lab, "n2", "show bgp summary")
+    assert summary.count("4200000000") >= 4 and "eth" not in summary.split("Neighbor")[1]
+    peers = vtysh(lab, "n2", "show bfd peers brief")
+    assert len(re.findall(r"\bup\b", peers)) >= 2, peers
 
 
 @requires_tool("fping")

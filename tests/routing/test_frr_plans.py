@@ -83,6 +83,68 @@ def test_bgp_on_link_addresses_activates_each_session_for_its_own_family() -> No
     assert f"no neighbor {v6} activate" in v4_part and v4 not in v4_part
 
 
+def test_ibgp_config_one_as_reflectors_above_clients_and_a_hop_count() -> None:
+    plan = plan_of({"topology": CLOS, "routing": {"protocol": "bgp", "ibgp": True}})
+    lab = fake_lab(plan)
+    proto = make("bgp", {"ibgp": True})
+    assert isinstance(proto, Bgp)
+    assert proto.reflectors(lab) == ["s1", "s2"]  # the spines by default
+    spine, leaf, host = (proto.config(lab, n, "bgpd") for n in ("s1", "l1", "h1"))
+    assert {proto.asn(lab, n) for n in plan.nodes} == {ASN_BASE}
+    for conf in (spine, leaf, host):
+        assert conf.startswith("route-map hop permit 10\n set metric +1\nexit\n")  # first
+        assert "multipath-relax" not in conf and "maximum-paths ibgp 64" in conf
+        assert conf.count("next-hop-self force") == 2 * conf.count(" remote-as internal")
+    # the spines reflect for the leaves; a leaf for its host and, since the spines have
+    # no link between them, for the spines too; the host reflects for nobody
+    assert " neighbor eth0 interface peer-group clients" in spine
+    assert " neighbor eth1 interface peer-group clients" in spine
+    assert "reflectors" not in spine
+    assert [line for line in leaf.splitlines() if "interface peer-group" in line] == [
+        " neighbor eth0 interface peer-group reflectors",
+        " neighbor eth1 interface peer-group reflectors",
+        " neighbor eth2 interface peer-group clients",
+    ]
+    assert leaf.count("  neighbor reflectors route-reflector-client") == 2  # per family
+    assert leaf.count("  neighbor clients route-reflector-client") == 2
+    assert " neighbor eth0 interface peer-group reflectors" in host
+    assert "route-reflector-client" not in host
+    # on link addresses (with BFD): a session per family and neighbour, in its group
+    numbered = make("bgp", {"ibgp": True, "bfd": True}).config(lab, "h1", "bgpd")  # type: ignore[attr-defined]
+    v4, v6 = (a.split("/")[0] for a in plan.node("l1").iface("eth2").addrs)
+    assert f" neighbor {v4} peer-group reflectors\n neighbor {v4} bfd\n" in numbered
+    assert f" neighbor {v6} peer-group reflectors" in numbered
+
+
+def test_ibgp_reflectors_chosen_in_a_ring_and_nodes_as_far_from_them_unpaired() -> None:
+    ring = {"kind": "ring", "nodes": 6}
+    routing = {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n1", "n3"]}
+    plan = plan_of({"topology": ring, "routing": routing})
+    proto, lab = make("bgp", {"ibgp": True, "route_reflectors": ["n1", "n3"]}), fake_lab(plan)
+    # n2 is one hop from both reflectors; n4 and n6 one hop from one; n5 two hops from both
+    conf = {n: proto.config(lab, n, "bgpd") for n in plan.nodes}  # type: ignore[attr-defined]
+    assert conf["n2"].count("interface peer-group reflectors") == 2
+    assert conf["n5"].count("interface peer-group reflectors") == 2
+    assert "clients" not in conf["n5"] and "clients" in conf["n4"]
+    assert conf["n1"].count("interface peer-group clients") == 2
+
+
+def test_ibgp_refuses_reflectors_whose_routes_never_meet_and_bgp_on_switches(
+    tmp_path: Path,
+) -> None:
+    # in a ring of 6, n1 and n4 share no neighbour: n2's routes stop at n1, n3 hears n4
+    text = (
+        "name: frr\ntopology: {kind: ring, nodes: 6}\nrouting:\n  protocol: bgp\n"
+        "  ibgp: true\n  route_reflectors: [n1, n4]\n"
+    )
+    assert_refused_at(tmp_path / "ring.yaml", text, 6, "the routes of n1 never reach n3")
+    switched = (
+        "name: frr\nnodes: [{name: a}, {name: b}, {name: sw, kind: switch}]\nlinks:\n"
+        "  - {a: a, b: b}\n  - {a: a, b: sw}\n  - {a: b, b: sw}\nrouting: {protocol: bgp}\n"
+    )
+    assert_refused_at(tmp_path / "sw.yaml", switched, 6, "a reaches sw, a switch")
+
+
 def test_isis_config_level_2_point_to_point_costs_and_a_passive_loopback() -> None:
     plan = plan_of(
         {
@@ -144,6 +206,11 @@ def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
         ("{protocol: ospf, bfd: true}", "bfd needs daemon: frr"),
         ("{protocol: ospf, daemon: quagga}", "'bird' or 'frr'"),
         ("{protocol: bgp, bfd: true, unnumbered: true}", "FRR 8.4 starts no BFD session"),
+        ("{protocol: bgp, route_reflectors: [n1]}", "route_reflectors needs ibgp: true"),
+        ("{protocol: bgp, ibgp: true, asn: per-tier}", "the whole lab is one AS"),
+        ("{protocol: bgp, ibgp: true, route_reflectors: []}", "at least 1 item"),
+        ("{protocol: bgp, ibgp: true, route_reflectors: [n9]}", "'n9' is not a router"),
+        ("{protocol: bgp, ibgp: true}", "no spines (s*) or cores (c*)"),
     ],
 )
 def test_bad_frr_options_are_refused_at_file_and_line(
@@ -168,6 +235,7 @@ def test_fabric_examples_validate_with_every_protocol(name: str) -> None:
         ("ospf", {}),
         ("ospf", {"daemon": "frr", "bfd": True}),
         ("bgp", {"asn": "per-tier", "bfd": True}),
+        ("bgp", {"ibgp": True, "route_reflectors": ["n1"]}),
         ("isis", {"hello": 2}),
     ],
 )
