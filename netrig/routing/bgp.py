@@ -133,10 +133,9 @@ class Bgp(FrrProtocol[BgpOptions]):
         groups: dict[str, list[str]] = {}  # group → interfaces
         clients = {CLIENTS}  # the groups whose routes this node reflects
         if ibgp:
-            level = _levels(_plan_adjacency(lab), self.reflectors(lab))
-            if level.get(node) == 1:
-                # top reflectors are seldom linked to each other (the spines of a Clos):
-                # the nodes below them reflect their routes to one another
+            adjacent = _plan_adjacency(lab)
+            level = _levels(adjacent, self.reflectors(lab))
+            if _bridges(adjacent, level, node):
                 clients.add(REFLECTORS)
             for iface in plan_node.ifaces:
                 role = _role(level, node, iface.peer)
@@ -268,6 +267,41 @@ def _role(level: dict[str, int], node: str, peer: str) -> str | None:
     return TOPS if level[node] == level[peer] == 0 else None
 
 
+def _bridges(adjacent: dict[str, set[str]], level: dict[str, int], node: str) -> bool:
+    """Whether NODE reflects between its own reflectors, as it does when it has two or
+    more: reflectors are seldom linked to each other (the spines of a Clos), and
+    without a node below that passes on what one of them says the others would never
+    hear it (nor the routes that reached only one: in a fat tree, an aggregation switch's
+    own routes reach the cores above the other aggregation switches of its pod only
+    through an edge switch)."""
+    if node not in level:
+        return False
+    return sum(1 for p in adjacent[node] if level.get(p) == level[node] - 1) >= 2
+
+
+def _heard(adjacent: dict[str, set[str]], level: dict[str, int], origin: str) -> set[str]:
+    """The routers that ORIGIN's routes reach by the rules of route reflection: a node
+    passes on its own routes and its clients' to every peer, its reflectors' only to its
+    clients (whichever path each node prefers: this is what could reach it)."""
+
+    def client(node: str, peer: str) -> bool:  # peer is node's route-reflector client
+        role = _role(level, node, peer)
+        return role == CLIENTS or (role == REFLECTORS and _bridges(adjacent, level, node))
+
+    def peers(node: str) -> list[str]:
+        return [p for p in adjacent[node] if _role(level, node, p)]
+
+    todo = [(p, client(p, origin)) for p in peers(origin)]
+    done: set[tuple[str, bool]] = set()
+    while todo:
+        node, from_client = todo.pop()
+        if (node, from_client) in done or node == origin:
+            continue
+        done.add((node, from_client))
+        todo += [(p, client(p, node)) for p in peers(node) if from_client or client(node, p)]
+    return {origin} | {node for node, _ in done}
+
+
 def _reflector_problems(
     adjacent: dict[str, set[str]], chosen: list[str] | None
 ) -> list[tuple[KeyPath, str]]:
@@ -301,32 +335,17 @@ def _reflector_problems(
     cut_off = sorted((n for n in adjacent if n not in level), key=_natural)
     if cut_off:
         return [(where, f"ibgp: {cut_off[0]} has no way to a route reflector")]
-    above: dict[str, set[str]] = {}  # router → the top reflectors its routes climb to
-    for node in sorted(level, key=level.__getitem__):
-        parents = [above[p] for p in adjacent[node] if level[p] == level[node] - 1]
-        above[node] = set().union(*parents) if parents else {node}
-    # from a top reflector routes go on to the top reflectors linked to it, or sharing a
-    # neighbour with it (which reflects for both): groups of top reflectors that hear all
-    group = {top: {top} for top in level if level[top] == 0}
-    for node in level:
-        if level[node] <= 1:
-            tops = [t for t in ({node} | adjacent[node]) if level[t] == 0]
-            merged = set().union(*(group[t] for t in tops))
-            for t in merged:
-                group[t] = merged
     for a in sorted(level, key=_natural):
-        reach = set().union(*(group[t] for t in above[a]))
-        for b in sorted(level, key=_natural):
-            if a != b and not reach & above[b]:
-                return [
-                    (
-                        where,
-                        f"ibgp: the routes of {a} never reach {b}: they climb only to "
-                        f"{', '.join(sorted(above[a], key=_natural))}, and {b} hears only "
-                        f"from {', '.join(sorted(above[b], key=_natural))}; choose "
-                        "reflectors that both reach, or link the reflectors",
-                    )
-                ]
+        missed = sorted(set(level) - _heard(adjacent, level, a), key=_natural)
+        if missed:
+            return [
+                (
+                    where,
+                    f"ibgp: the routes of {a} never reach {missed[0]} through these route "
+                    "reflectors (what a node hears from its reflector goes on only to its "
+                    "clients); choose others, or link them",
+                )
+            ]
     return []
 
 

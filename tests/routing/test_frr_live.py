@@ -94,6 +94,20 @@ def test_ibgp_clos_reflects_through_the_spines_over_both_of_them(daemon_lab) -> 
 
 
 @requires_tool("ping")
+@pytest.mark.slow
+def test_ibgp_fat_tree_reflected_by_its_cores_reaches_every_node(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {"topology": {"kind": "fat-tree", "k": 4}, "routing": {"protocol": "bgp", "ibgp": True}}
+    )
+    assert lab.check_result is not None and lab.check_result.ok
+    assert lab.check_result.pairs == 36 * 35 * 2
+    # h1 → h16: up through both aggregation switches of pod 1, over two cores
+    hops = count_paths(lab.plan, "h1", lab.addr("h16"), FLOWS)
+    cores = {n for path in hops for n in path.nodes() if n.startswith("c")}
+    assert len(cores) >= 2 and all(path.reached and len(path.nodes()) == 7 for path in hops)
+
+
+@requires_tool("ping")
 def test_ibgp_with_a_chosen_reflector_on_link_addresses_with_bfd(daemon_lab) -> None:  # type: ignore[no-untyped-def]
     routing = {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n3"], "bfd": True}
     lab = daemon_lab({"topology": {"kind": "chain", "nodes": 4}, "routing": routing})

@@ -138,6 +138,17 @@ def test_ibgp_refuses_reflectors_whose_routes_never_meet_and_bgp_on_switches(
         "  ibgp: true\n  route_reflectors: [n1, n4]\n"
     )
     assert_refused_at(tmp_path / "ring.yaml", text, 6, "the routes of n1 never reach n3")
+    # a fat tree's cores reach every node: the aggregation and edge switches have two
+    # reflectors each and reflect between them (an aggregation switch's own routes reach
+    # the other cores only down and up through an edge switch)
+    fat = plan_of(
+        {"topology": {"kind": "fat-tree", "k": 4}, "routing": {"protocol": "bgp", "ibgp": True}}
+    )
+    proto, lab = make("bgp", {"ibgp": True}), fake_lab(fat)
+    assert proto.reflectors(lab) == ["c1", "c2", "c3", "c4"]  # type: ignore[attr-defined]
+    for node, bridges in (("a1", True), ("e1", True), ("h1", False)):
+        conf = proto.config(lab, node, "bgpd")  # type: ignore[attr-defined]
+        assert ("neighbor reflectors route-reflector-client" in conf) is bridges, node
     switched = (
         "name: frr\nnodes: [{name: a}, {name: b}, {name: sw, kind: switch}]\nlinks:\n"
         "  - {a: a, b: b}\n  - {a: a, b: sw}\n  - {a: b, b: sw}\nrouting: {protocol: bgp}\n"
