@@ -12,6 +12,21 @@ no BFD for a peer on an interface). Each node advertises its connected networks
 (loopbacks and links); equal paths through different ASes are all installed
 (`multipath-relax`, up to `maximum_paths`).
 
+With `ibgp: true` the lab is one AS (4200000000) and route reflection carries the routes,
+still hop by hop over sessions on the links, with no IGP below: the top reflectors are
+`route_reflectors` (by default the spines s*, else the cores c*), every other router a
+client of its neighbours one hop nearer them (and their reflector in turn for its
+neighbours one hop farther off); two nodes as far from the top share no session. A node
+with two or more reflectors also reflects between them (a leaf between its spines, which
+have no link to each other). Every session sets the next hop to the sender's own address
+(`next-hop-self force`), so next hops are always on a link; every hop adds 1 to the MED,
+compared before anything else that differs, so paths are as short as eBGP's (without it,
+FRR ranks paths by the originator before the cluster list's length: detours). check()
+refuses reflectors some router's routes would never reach through.
+
+BGP runs on point-to-point links only: a link to a switch node (a shared segment) is
+refused at its line.
+
     netrig exec LAB n1 -- vtysh -c 'show bgp summary'
 """
 
@@ -86,7 +101,7 @@ class BgpOptions(FrrOptions):
 @register
 class Bgp(FrrProtocol[BgpOptions]):
     name = "bgp"
-    summary = "eBGP (FRR), a private AS per node or per tier, unnumbered sessions, ECMP"
+    summary = "eBGP (FRR): a private AS per node or tier, unnumbered, ECMP; or iBGP, route reflectors"
     Options = BgpOptions
     daemons = ("bgpd",)
     rtprot = RTPROT_BGP
