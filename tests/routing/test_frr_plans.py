@@ -240,6 +240,16 @@ def test_fabric_examples_validate_with_every_protocol(name: str) -> None:
     assert all(len(p.plan.nodes) == 10 for p in exp.points)
 
 
+@pytest.mark.parametrize("name", ["fabric-clos-ibgp.yaml", "fabric-clos-ibgp-cut.yaml"])
+def test_ibgp_examples_validate_with_the_spines_as_reflectors(name: str) -> None:
+    exp = load_experiment(str(EXAMPLES / name))
+    assert {p.plan.routing_options["bfd"] for p in exp.points} == {False, True}
+    for point in exp.points:
+        options = point.plan.routing_options
+        assert point.plan.protocol == "bgp" and options["ibgp"] is True
+        assert options["route_reflectors"] == ["s1", "s2"] and len(point.plan.nodes) == 10
+
+
 @pytest.mark.parametrize(
     ("protocol", "options"),
     [
