@@ -24,15 +24,16 @@ compared before anything else that differs, so paths are as short as eBGP's (wit
 FRR ranks paths by the originator before the cluster list's length: detours). check()
 refuses reflectors some router's routes would never reach through.
 
-BGP runs on point-to-point links only: a link to a switch node (a shared segment) is
-refused at its line.
+On a shared segment (routers linked to switch nodes) each router has a session with every
+other router there, on their addresses on the segment (unnumbered sessions need a link of
+their own); in iBGP they are all one hop apart.
 
     netrig exec LAB n1 -- vtysh -c 'show bgp summary'
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import Field, model_validator
 
@@ -101,7 +102,9 @@ class BgpOptions(FrrOptions):
 @register
 class Bgp(FrrProtocol[BgpOptions]):
     name = "bgp"
-    summary = "eBGP (FRR): a private AS per node or tier, unnumbered, ECMP; or iBGP, route reflectors"
+    summary = (
+        "eBGP (FRR): a private AS per node or tier, unnumbered, ECMP; or iBGP, route reflectors"
+    )
     Options = BgpOptions
     daemons = ("bgpd",)
     rtprot = RTPROT_BGP
@@ -114,50 +117,34 @@ class Bgp(FrrProtocol[BgpOptions]):
         return ASN_BASE + 100 + lab.plan.node(node).index
 
     def check(self, graph: LabGraph) -> list[tuple[KeyPath, str]]:
-        routers = {name for name, node in graph.nodes.items() if node.kind != "switch"}
-        problems: list[tuple[KeyPath, str]] = []
-        adjacent: dict[str, set[str]] = {}
-        for link in graph.links:
-            if link.a in routers and link.b in routers:
-                adjacent.setdefault(link.a, set()).add(link.b)
-                adjacent.setdefault(link.b, set()).add(link.a)
-                continue
-            router, switch = (link.a, link.b) if link.a in routers else (link.b, link.a)
-            if router in routers:  # (a link between two switches concerns no session)
-                problems.append(
-                    (
-                        link.path,
-                        f"bgp runs its sessions on point-to-point links only, and {router} "
-                        f"reaches {switch}, a switch (a shared segment): link the routers "
-                        "directly, or route the segment with ospf or isis",
-                    )
-                )
-        if problems or not self.options.ibgp:
-            return problems
-        return _reflector_problems(adjacent, self.options.route_reflectors)
+        if not self.options.ibgp:
+            return []
+        return _reflector_problems(_graph_adjacency(graph), self.options.route_reflectors)
 
     def config(self, lab: Lab, node: str, daemon: str) -> str:
         o = self.options
         unnumbered = o.unnumbered if o.unnumbered is not None else not o.bfd
-        plan_node = lab.plan.node(node)
         families = self.node_families(lab, node)
         ibgp = o.ibgp
         # the session groups on this node: eBGP has one; iBGP one per role (a neighbour
         # nearer the reflectors, one farther off whose routes this node reflects, or
         # another top reflector)
-        groups: dict[str, list[str]] = {}  # group → interfaces
+        # the session groups on this node: eBGP has one; iBGP one per role (a neighbour
+        # nearer the reflectors, one farther off whose routes this node reflects, or
+        # another top reflector)
+        groups: dict[str, list[Neighbour]] = {}
         clients = {CLIENTS}  # the groups whose routes this node reflects
         if ibgp:
             adjacent = _plan_adjacency(lab)
             level = _levels(adjacent, self.reflectors(lab))
             if _bridges(adjacent, level, node):
                 clients.add(REFLECTORS)
-            for iface in plan_node.ifaces:
-                role = _role(level, node, iface.peer)
+            for nb in _neighbours(lab, node):
+                role = _role(level, node, nb.router)
                 if role:
-                    groups.setdefault(role, []).append(iface.name)
+                    groups.setdefault(role, []).append(nb)
         else:
-            groups[EBGP] = [iface.name for iface in plan_node.ifaces]
+            groups[EBGP] = _neighbours(lab, node)
         # the route map comes first: a session that starts before its route map is read
         # sends nothing until bgpd's route-map delay timer (5 s) runs out
         out = [f"route-map {HOP_MAP} permit 10", " set metric +1", "exit"] if ibgp else []
@@ -184,14 +171,13 @@ class Bgp(FrrProtocol[BgpOptions]):
                 f" neighbor {group} advertisement-interval 0",
             ]
         peers: dict[int, list[str]] = {4: [], 6: []}
-        for group, ifaces in groups.items():
-            for name in ifaces:
-                iface = plan_node.iface(name)
-                if unnumbered:
-                    out.append(f" neighbor {iface.name} interface peer-group {group}")
+        for group, neighbours in groups.items():
+            for nb in neighbours:
+                if unnumbered and nb.wire:
+                    out.append(f" neighbor {nb.iface} interface peer-group {group}")
                     continue
-                peer = lab.plan.node(iface.peer).iface(iface.peer_iface)
-                for cidr in peer.addrs:
+                # on a shared segment, sessions run on the addresses the routers have there
+                for cidr in lab.plan.node(nb.router).iface(nb.port).addrs:
                     addr = cidr.split("/")[0]
                     peers[6 if ":" in addr else 4].append(addr)
                     out.append(f" neighbor {addr} peer-group {group}")
@@ -215,9 +201,8 @@ class Bgp(FrrProtocol[BgpOptions]):
                 if shared:
                     out.append(f"  neighbor {group} allowas-in origin")
             out += [f"  neighbor {g} route-reflector-client" for g in groups if g in clients]
-            if not unnumbered:  # a session of one family carries only that family
-                other = peers[10 - family]
-                out += [f"  no neighbor {addr} activate" for addr in other]
+            # a session on addresses of one family carries only that family
+            out += [f"  no neighbor {addr} activate" for addr in peers[10 - family]]
             out.append(" exit-address-family")
         out.append("exit")
         if o.debug:
@@ -234,15 +219,78 @@ EBGP, REFLECTORS, CLIENTS, TOPS = "fabric", "reflectors", "clients", "tops"
 HOP_MAP = "hop"
 
 
-def _plan_adjacency(lab: Lab) -> dict[str, set[str]]:
-    """Router → the routers it has a link to (switch nodes are refused by check())."""
-    out: dict[str, set[str]] = {}
-    for node in lab.plan.nodes.values():
-        if node.kind == "switch":
+class Neighbour(NamedTuple):
+    """A router NODE has a session with: through NODE's interface `iface`, on its own
+    `wire` (a link between the two) or over switches, to the router's interface `port`."""
+
+    iface: str
+    router: str
+    port: str
+    wire: bool
+
+
+def _neighbours(lab: Lab, node: str) -> list[Neighbour]:
+    """The routers NODE shares a link or a switched segment with, per interface."""
+    out = []
+    for iface in lab.plan.node(node).ifaces:
+        if lab.plan.node(iface.peer).kind != "switch":
+            out.append(Neighbour(iface.name, iface.peer, iface.peer_iface, True))
             continue
-        for iface in node.ifaces:
+        for router, port in _segment_ports(lab, iface.peer):
+            if router != node:
+                out.append(Neighbour(iface.name, router, port, False))
+    return out
+
+
+def _segment_ports(lab: Lab, switch: str) -> list[tuple[str, str]]:
+    """(router, interface) of every router port on the switches SWITCH is linked to."""
+    seen, todo, out = {switch}, [switch], []
+    while todo:
+        for iface in lab.plan.node(todo.pop()).ifaces:
             if lab.plan.node(iface.peer).kind != "switch":
-                out.setdefault(node.name, set()).add(iface.peer)
+                out.append((iface.peer, iface.peer_iface))
+            elif iface.peer not in seen:
+                seen.add(iface.peer)
+                todo.append(iface.peer)
+    return sorted(out)
+
+
+def _plan_adjacency(lab: Lab) -> dict[str, set[str]]:
+    """Router → the routers it has a link or a switched segment to."""
+    return {
+        node.name: {nb.router for nb in _neighbours(lab, node.name)}
+        for node in lab.plan.nodes.values()
+        if node.kind != "switch" and node.ifaces
+    }
+
+
+def _graph_adjacency(graph: LabGraph) -> dict[str, set[str]]:
+    """Router → the routers it has a link or a switched segment to, from the file."""
+    switches = {name for name, node in graph.nodes.items() if node.kind == "switch"}
+    segment = {sw: sw for sw in switches}  # union-find: switches linked together
+
+    def root(sw: str) -> str:
+        while segment[sw] != sw:
+            sw = segment[sw]
+        return sw
+
+    for link in graph.links:
+        if link.a in switches and link.b in switches:
+            segment[root(link.a)] = root(link.b)
+    out: dict[str, set[str]] = {}
+    ports: dict[str, set[str]] = {}  # segment → its routers
+    for link in graph.links:
+        for a, b in ((link.a, link.b), (link.b, link.a)):
+            if a in switches:
+                continue
+            out.setdefault(a, set())
+            if b in switches:
+                ports.setdefault(root(b), set()).add(a)
+            else:
+                out[a].add(b)
+    for routers in ports.values():
+        for router in routers:
+            out[router] |= routers - {router}
     return out
 
 

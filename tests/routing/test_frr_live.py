@@ -14,6 +14,7 @@ from netrig.lab import faults
 from netrig.lab.trace import count_paths
 from netrig.rig import Lab
 from tests.conftest import netrig_cli, requires_root, requires_tool
+from tests.routing.test_frr_plans import SEGMENT
 from tests.routing.test_routing_live import Probe, daemon_lab, path_nodes, wait_for
 
 pytestmark = [requires_root, requires_tool("vtysh"), pytest.mark.root]
@@ -119,6 +120,28 @@ def test_ibgp_with_a_chosen_reflector_on_link_addresses_with_bfd(daemon_lab) -> 
     assert summary.count("4200000000") >= 4 and "eth" not in summary.split("Neighbor")[1]
     peers = vtysh(lab, "n2", "show bfd peers brief")
     assert len(re.findall(r"\bup\b", peers)) >= 2, peers
+
+
+@requires_tool("ping")
+@pytest.mark.parametrize(
+    "routing",
+    [{"protocol": "bgp"}, {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n3"]}],
+    ids=["ebgp", "ibgp"],
+)
+def test_bgp_on_a_shared_segment_of_two_switches(daemon_lab, routing) -> None:  # type: ignore[no-untyped-def]
+    spec = {"nodes": [*SEGMENT["nodes"], *({"name": f"n{i}"} for i in range(1, 5))]}
+    lab = daemon_lab({**spec, "links": SEGMENT["links"], "routing": routing})
+    assert lab.check_result is not None and lab.check_result.ok
+    # n1 reaches n4 across the segment (n3 is one hop away there, the switches hidden)
+    assert path_nodes(lab, "n1", "n4") == ["n1", "n3", "n4"]
+    # (IPv6 goes by link-local next hops, which the tracer maps on links only: ping)
+    v6 = lab.addr("n4", 6)
+    out = lab.exec("n1", ["ping", "-c5", "-i0.05", "-W2", v6], capture_output=True)
+    assert " 0% packet loss" in out.stdout, out.stdout
+    summary = vtysh(lab, "n2", "show bgp summary")
+    n3_port = next(i for i in lab.plan.node("n3").ifaces if i.peer.startswith("sw"))
+    v4 = n3_port.addrs[0].split("/")[0]
+    assert re.search(rf"^{re.escape(v4)}\s+4\s.*\s\d+\s+\d+\s+N/A$", summary, re.M), summary
 
 
 @requires_tool("fping")

@@ -129,7 +129,7 @@ def test_ibgp_reflectors_chosen_in_a_ring_and_nodes_as_far_from_them_unpaired() 
     assert conf["n1"].count("interface peer-group clients") == 2
 
 
-def test_ibgp_refuses_reflectors_whose_routes_never_meet_and_bgp_on_switches(
+def test_ibgp_refuses_reflectors_whose_routes_never_meet(
     tmp_path: Path,
 ) -> None:
     # in a ring of 6, n1 and n4 share no neighbour: n2's routes stop at n1, n3 hears n4
@@ -149,11 +149,41 @@ def test_ibgp_refuses_reflectors_whose_routes_never_meet_and_bgp_on_switches(
     for node, bridges in (("a1", True), ("e1", True), ("h1", False)):
         conf = proto.config(lab, node, "bgpd")  # type: ignore[attr-defined]
         assert ("neighbor reflectors route-reflector-client" in conf) is bridges, node
-    switched = (
-        "name: frr\nnodes: [{name: a}, {name: b}, {name: sw, kind: switch}]\nlinks:\n"
-        "  - {a: a, b: b}\n  - {a: a, b: sw}\n  - {a: b, b: sw}\nrouting: {protocol: bgp}\n"
-    )
-    assert_refused_at(tmp_path / "sw.yaml", switched, 6, "a reaches sw, a switch")
+
+
+SEGMENT = {
+    "nodes": [{"name": "sw1", "kind": "switch"}, {"name": "sw2", "kind": "switch"}],
+    "links": [
+        {"a": "n1", "b": "n2"},
+        {"a": "n1", "b": "sw1"},
+        {"a": "n2", "b": "sw1"},
+        {"a": "sw1", "b": "sw2"},
+        {"a": "n3", "b": "sw2"},
+        {"a": "n3", "b": "n4"},
+    ],
+}
+
+
+def test_bgp_on_a_shared_segment_peers_with_every_router_there_by_address() -> None:
+    spec = {"nodes": [*SEGMENT["nodes"], *({"name": f"n{i}"} for i in range(1, 5))]}
+    plan = plan_of({**spec, "links": SEGMENT["links"], "routing": {"protocol": "bgp"}})
+    lab = fake_lab(plan)
+    conf = make("bgp", {}).config(lab, "n1", "bgpd")  # type: ignore[attr-defined]
+    on_wire = plan.node("n1").ifaces[0].name  # the link to n2 of its own: unnumbered
+    assert f" neighbor {on_wire} interface peer-group fabric" in conf
+    # n2 and n3 (behind a second switch) by their addresses on the segment, per family
+    for router in ("n2", "n3"):
+        port = next(i for i in plan.node(router).ifaces if i.peer.startswith("sw"))
+        v4, v6 = (a.split("/")[0] for a in port.addrs)
+        assert f" neighbor {v4} peer-group fabric" in conf
+        v4_part = conf[conf.index("address-family ipv4") : conf.index("address-family ipv6")]
+        assert f"no neighbor {v6} activate" in v4_part
+    assert conf.count("peer-group fabric") == 1 + 2 * 2 and "n4" not in conf
+    # iBGP with n3 the reflector: n1 and n2 are one hop from it over the segment, n4 over
+    # its link; n1 and n2 are as far from n3, so their own link carries no session
+    ibgp = make("bgp", {"ibgp": True, "route_reflectors": ["n3"]})
+    n1 = ibgp.config(lab, "n1", "bgpd")  # type: ignore[attr-defined]
+    assert "interface peer-group" not in n1 and n1.count("peer-group reflectors") == 2
 
 
 def test_isis_config_level_2_point_to_point_costs_and_a_passive_loopback() -> None:
