@@ -108,6 +108,7 @@ class Bgp(FrrProtocol[BgpOptions]):
     Options = BgpOptions
     daemons = ("bgpd",)
     rtprot = RTPROT_BGP
+    _computed: tuple[object, dict[str, set[str]], dict[str, int]] | None = None
 
     def asn(self, lab: Lab, node: str) -> int:
         if self.options.ibgp:
@@ -135,8 +136,7 @@ class Bgp(FrrProtocol[BgpOptions]):
         groups: dict[str, list[Neighbour]] = {}
         clients = {CLIENTS}  # the groups whose routes this node reflects
         if ibgp:
-            adjacent = _plan_adjacency(lab)
-            level = _levels(adjacent, self.reflectors(lab))
+            adjacent, level = self._hierarchy(lab)
             if _bridges(adjacent, level, node):
                 clients.add(REFLECTORS)
             for nb in _neighbours(lab, node):
@@ -208,6 +208,14 @@ class Bgp(FrrProtocol[BgpOptions]):
         if o.debug:
             out += ["debug bgp neighbor-events", "debug bgp updates"]
         return "\n".join(out) + "\n"
+
+    def _hierarchy(self, lab: Lab) -> tuple[dict[str, set[str]], dict[str, int]]:
+        """The routers' neighbours and their hops from the top reflectors (once per plan:
+        every node's configuration asks)."""
+        if self._computed is None or self._computed[0] is not lab.plan:
+            adjacent = _plan_adjacency(lab)
+            self._computed = (lab.plan, adjacent, _levels(adjacent, self.reflectors(lab)))
+        return self._computed[1], self._computed[2]
 
     def reflectors(self, lab: Lab) -> list[str]:
         """The top route reflectors: the file's, or the fabric's spines (else cores)."""
@@ -342,26 +350,37 @@ def _bridges(adjacent: dict[str, set[str]], level: dict[str, int], node: str) ->
     return sum(1 for p in adjacent[node] if level.get(p) == level[node] - 1) >= 2
 
 
-def _heard(adjacent: dict[str, set[str]], level: dict[str, int], origin: str) -> set[str]:
-    """The routers that ORIGIN's routes reach by the rules of route reflection: a node
-    passes on its own routes and its clients' to every peer, its reflectors' only to its
-    clients (whichever path each node prefers: this is what could reach it)."""
+def _listeners(
+    adjacent: dict[str, set[str]], level: dict[str, int]
+) -> dict[str, list[tuple[str, bool, bool]]]:
+    """Per router, its session peers as (peer, whether it is the peer's client, whether
+    the peer is its own)."""
+    bridges = {node: _bridges(adjacent, level, node) for node in level}
 
     def client(node: str, peer: str) -> bool:  # peer is node's route-reflector client
         role = _role(level, node, peer)
-        return role == CLIENTS or (role == REFLECTORS and _bridges(adjacent, level, node))
+        return role == CLIENTS or (role == REFLECTORS and bridges[node])
 
-    def peers(node: str) -> list[str]:
-        return [p for p in adjacent[node] if _role(level, node, p)]
+    return {
+        node: [
+            (p, client(p, node), client(node, p)) for p in adjacent[node] if _role(level, node, p)
+        ]
+        for node in level
+    }
 
-    todo = [(p, client(p, origin)) for p in peers(origin)]
+
+def _heard(listeners: dict[str, list[tuple[str, bool, bool]]], origin: str) -> set[str]:
+    """The routers that ORIGIN's routes reach by the rules of route reflection: a node
+    passes on its own routes and its clients' to every peer, its reflectors' only to its
+    clients (whichever path each node prefers: this is what could reach it)."""
+    todo = [(p, theirs) for p, theirs, _ in listeners[origin]]
     done: set[tuple[str, bool]] = set()
     while todo:
         node, from_client = todo.pop()
         if (node, from_client) in done or node == origin:
             continue
         done.add((node, from_client))
-        todo += [(p, client(p, node)) for p in peers(node) if from_client or client(node, p)]
+        todo += [(p, theirs) for p, theirs, mine in listeners[node] if from_client or mine]
     return {origin} | {node for node, _ in done}
 
 
@@ -398,8 +417,9 @@ def _reflector_problems(
     cut_off = sorted((n for n in adjacent if n not in level), key=_natural)
     if cut_off:
         return [(where, f"ibgp: {cut_off[0]} has no way to a route reflector")]
+    listeners = _listeners(adjacent, level)
     for a in sorted(level, key=_natural):
-        missed = sorted(set(level) - _heard(adjacent, level, a), key=_natural)
+        missed = sorted(set(level) - _heard(listeners, a), key=_natural)
         if missed:
             return [
                 (
