@@ -130,9 +130,6 @@ class Bgp(FrrProtocol[BgpOptions]):
         # the session groups on this node: eBGP has one; iBGP one per role (a neighbour
         # nearer the reflectors, one farther off whose routes this node reflects, or
         # another top reflector)
-        # the session groups on this node: eBGP has one; iBGP one per role (a neighbour
-        # nearer the reflectors, one farther off whose routes this node reflects, or
-        # another top reflector)
         groups: dict[str, list[Neighbour]] = {}
         clients = {CLIENTS}  # the groups whose routes this node reflects
         if ibgp:
