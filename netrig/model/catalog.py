@@ -28,6 +28,8 @@ class RoutingTraits(Protocol):
 
     def sysctls(self) -> dict[str, str]: ...
     def routes(self, plan: Any) -> dict[str, list[Any]]: ...  # LabPlan → RoutePlans per node
+    # the options against the lab's nodes and links (a LabGraph): (key path, message) each
+    def check(self, graph: Any) -> list[tuple[tuple[str | int, ...], str]]: ...
 
 
 @dataclass(frozen=True)

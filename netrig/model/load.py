@@ -218,6 +218,8 @@ def merge_graph(
             index_of[key] = len(graph.links)
             graph.links.append(glink)
     _check_shared_netns(graph, problems)
+    if not problems:  # the protocol's options against nodes and links that all exist
+        problems += [Problem(graph.where(path), msg) for path, msg in protocol.check(graph)]
     if problems:
         raise SpecError(problems)
     return graph

@@ -16,6 +16,8 @@ from netrig.lab.daemons import Route, protocol_route
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
+    from netrig.model.load import LabGraph
+    from netrig.model.yamlmarks import KeyPath
     from netrig.plan.model import LabPlan, RoutePlan
 
 
@@ -40,6 +42,11 @@ class RoutingProtocol(Plugin[OptionsT]):
     def sysctls(self) -> dict[str, str]:
         """Per-namespace sysctls on top of the lab defaults (ip_forward etc.)."""
         return {}
+
+    def check(self, graph: LabGraph) -> list[tuple[KeyPath, str]]:
+        """Problems of the options with this lab's nodes and links, each at a key path of
+        the file (("routing", "route_reflectors", 0)), found before anything is created."""
+        return []
 
     def routes(self, plan: LabPlan) -> dict[str, list[RoutePlan]]:
         """Kernel routes per node, computed without root (static protocols)."""

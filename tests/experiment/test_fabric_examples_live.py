@@ -35,6 +35,17 @@ def test_fabric_clos_measures_cold_start_of_bgp_and_isis(tmp_path: Path, lab_nam
     assert all(v is not None and v > 1e8 for v in thr), thr
 
 
+def test_fabric_clos_ibgp_measures_cold_start_through_the_reflectors(
+    tmp_path: Path, lab_name: str
+) -> None:
+    args = ["--set", "bfd=[false]", "--set", "duration=1"]
+    db = run(tmp_path, "fabric-clos-ibgp.yaml", lab_name, *args)
+    ((_, status, conv),) = summaries(db, "convergence", "convergence")
+    assert status == "ok" and conv is not None and 0 < conv < 10, conv
+    ((_, _, thr),) = summaries(db, "iperf3", "throughput")
+    assert thr is not None and thr > 1e8, thr
+
+
 @requires_tool("fping")
 def test_fabric_clos_cut_is_routed_around_well_before_the_link_returns(
     tmp_path: Path, lab_name: str

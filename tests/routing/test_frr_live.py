@@ -14,6 +14,7 @@ from netrig.lab import faults
 from netrig.lab.trace import count_paths
 from netrig.rig import Lab
 from tests.conftest import netrig_cli, requires_root, requires_tool
+from tests.routing.test_frr_plans import SEGMENT
 from tests.routing.test_routing_live import Probe, daemon_lab, path_nodes, wait_for
 
 pytestmark = [requires_root, requires_tool("vtysh"), pytest.mark.root]
@@ -22,6 +23,7 @@ assert daemon_lab  # a fixture, used by name
 CLOS = {"kind": "clos", "spines": 2, "leaves": 4, "hosts_per_leaf": 1}
 PROTOCOLS = {
     "bgp": {"protocol": "bgp"},
+    "ibgp": {"protocol": "bgp", "ibgp": True},
     "isis": {"protocol": "isis"},
     "ospf-frr": {"protocol": "ospf", "daemon": "frr"},
 }
@@ -66,6 +68,80 @@ def test_bgp_clos_converges_spreads_flows_over_both_spines_and_answers_vtysh(dae
     # IPv4 addresses too, so the kernel routes name the spines' link addresses
     routes = lab.exec("l1", ["ip", "route", "show", lab.addr("h4")], capture_output=True).stdout
     assert "proto bgp" in routes and routes.count("nexthop via") == 2, routes
+
+
+@requires_tool("ping")
+def test_ibgp_clos_reflects_through_the_spines_over_both_of_them(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab({"topology": CLOS, "routing": {"protocol": "bgp", "ibgp": True}})
+    assert lab.check_result is not None and lab.check_result.ok
+    assert lab.check_result.pairs == 10 * 9 * 2
+    used = spines_used(lab, "h1", "h4")
+    assert set(used) == {("s1",), ("s2",)} and min(used.values()) >= FLOWS // 5, used
+    # one AS: l1's three sessions (two spines, its host) are internal, with prefixes
+    summary = vtysh(lab, "l1", "show bgp ipv4 unicast summary")
+    assert "local AS number 4200000000" in summary, summary
+    sessions = re.findall(r"^(eth\d)\s+4\s+(\d+)\s+.*\s(\d+)\s+(\d+)\s+N/A$", summary, re.M)
+    assert sorted(s[0] for s in sessions) == ["eth0", "eth1", "eth2"], summary
+    assert {asn for _n, asn, _r, _s in sessions} == {"4200000000"}, summary
+    assert all(int(rcvd) > 0 for _n, _a, rcvd, _s in sessions), summary
+    # h4's loopback reached l1 through both spines, reflected by each (cluster lists)
+    entry = vtysh(lab, "l1", f"show bgp ipv4 unicast {lab.addr('h4')}/32")
+    assert entry.count("Cluster list: ") == 2 and entry.count("multipath") == 2, entry
+    assert "Route-Reflector Client" in vtysh(lab, "s1", "show bgp neighbors eth0")
+    routes = lab.exec("l1", ["ip", "route", "show", lab.addr("h4")], capture_output=True).stdout
+    assert "proto bgp" in routes and routes.count("nexthop via") == 2, routes
+    out = lab.exec("h1", ["ping", "-c10", "-i0.05", "-W2", lab.addr("h4")], capture_output=True)
+    assert " 0% packet loss" in out.stdout, out.stdout
+
+
+@requires_tool("ping")
+@pytest.mark.slow
+def test_ibgp_fat_tree_reflected_by_its_cores_reaches_every_node(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = daemon_lab(
+        {"topology": {"kind": "fat-tree", "k": 4}, "routing": {"protocol": "bgp", "ibgp": True}}
+    )
+    assert lab.check_result is not None and lab.check_result.ok
+    assert lab.check_result.pairs == 36 * 35 * 2
+    # h1 → h16: up through both aggregation switches of pod 1, over two cores
+    hops = count_paths(lab.plan, "h1", lab.addr("h16"), FLOWS)
+    cores = {n for path in hops for n in path.nodes() if n.startswith("c")}
+    assert len(cores) >= 2 and all(path.reached and len(path.nodes()) == 7 for path in hops)
+
+
+@requires_tool("ping")
+def test_ibgp_with_a_chosen_reflector_on_link_addresses_with_bfd(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    routing = {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n3"], "bfd": True}
+    lab = daemon_lab({"topology": {"kind": "chain", "nodes": 4}, "routing": routing})
+    assert lab.check_result is not None and lab.check_result.ok
+    assert path_nodes(lab, "n1", "n4") == ["n1", "n2", "n3", "n4"]
+    assert path_nodes(lab, "n1", "n4", family=6) == ["n1", "n2", "n3", "n4"]
+    # n2 reflects n1's routes up to n3; sessions on the link addresses, one per family
+    summary = vtysh(lab, "n2", "show bgp summary")
+    assert summary.count("4200000000") >= 4 and "eth" not in summary.split("Neighbor")[1]
+    peers = vtysh(lab, "n2", "show bfd peers brief")
+    assert len(re.findall(r"\bup\b", peers)) >= 2, peers
+
+
+@requires_tool("ping")
+@pytest.mark.parametrize(
+    "routing",
+    [{"protocol": "bgp"}, {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n3"]}],
+    ids=["ebgp", "ibgp"],
+)
+def test_bgp_on_a_shared_segment_of_two_switches(daemon_lab, routing) -> None:  # type: ignore[no-untyped-def]
+    spec = {"nodes": [*SEGMENT["nodes"], *({"name": f"n{i}"} for i in range(1, 5))]}
+    lab = daemon_lab({**spec, "links": SEGMENT["links"], "routing": routing})
+    assert lab.check_result is not None and lab.check_result.ok
+    # n1 reaches n4 across the segment (n3 is one hop away there, the switches hidden)
+    assert path_nodes(lab, "n1", "n4") == ["n1", "n3", "n4"]
+    # (IPv6 goes by link-local next hops, which the tracer maps on links only: ping)
+    v6 = lab.addr("n4", 6)
+    out = lab.exec("n1", ["ping", "-c5", "-i0.05", "-W2", v6], capture_output=True)
+    assert " 0% packet loss" in out.stdout, out.stdout
+    summary = vtysh(lab, "n2", "show bgp summary")
+    n3_port = next(i for i in lab.plan.node("n3").ifaces if i.peer.startswith("sw"))
+    v4 = n3_port.addrs[0].split("/")[0]
+    assert re.search(rf"^{re.escape(v4)}\s+4\s.*\s\d+\s+\d+\s+N/A$", summary, re.M), summary
 
 
 @requires_tool("fping")

@@ -83,6 +83,109 @@ def test_bgp_on_link_addresses_activates_each_session_for_its_own_family() -> No
     assert f"no neighbor {v6} activate" in v4_part and v4 not in v4_part
 
 
+def test_ibgp_config_one_as_reflectors_above_clients_and_a_hop_count() -> None:
+    plan = plan_of({"topology": CLOS, "routing": {"protocol": "bgp", "ibgp": True}})
+    lab = fake_lab(plan)
+    proto = make("bgp", {"ibgp": True})
+    assert isinstance(proto, Bgp)
+    assert proto.reflectors(lab) == ["s1", "s2"]  # the spines by default
+    spine, leaf, host = (proto.config(lab, n, "bgpd") for n in ("s1", "l1", "h1"))
+    assert {proto.asn(lab, n) for n in plan.nodes} == {ASN_BASE}
+    for conf in (spine, leaf, host):
+        assert conf.startswith("route-map hop permit 10\n set metric +1\nexit\n")  # first
+        assert "multipath-relax" not in conf and "maximum-paths ibgp 64" in conf
+        assert conf.count("next-hop-self force") == 2 * conf.count(" remote-as internal")
+    # the spines reflect for the leaves; a leaf for its host and, since the spines have
+    # no link between them, for the spines too; the host reflects for nobody
+    assert " neighbor eth0 interface peer-group clients" in spine
+    assert " neighbor eth1 interface peer-group clients" in spine
+    assert "reflectors" not in spine
+    assert [line for line in leaf.splitlines() if "interface peer-group" in line] == [
+        " neighbor eth0 interface peer-group reflectors",
+        " neighbor eth1 interface peer-group reflectors",
+        " neighbor eth2 interface peer-group clients",
+    ]
+    assert leaf.count("  neighbor reflectors route-reflector-client") == 2  # per family
+    assert leaf.count("  neighbor clients route-reflector-client") == 2
+    assert " neighbor eth0 interface peer-group reflectors" in host
+    assert "route-reflector-client" not in host
+    # on link addresses (with BFD): a session per family and neighbour, in its group
+    numbered = make("bgp", {"ibgp": True, "bfd": True}).config(lab, "h1", "bgpd")  # type: ignore[attr-defined]
+    v4, v6 = (a.split("/")[0] for a in plan.node("l1").iface("eth2").addrs)
+    assert f" neighbor {v4} peer-group reflectors\n neighbor {v4} bfd\n" in numbered
+    assert f" neighbor {v6} peer-group reflectors" in numbered
+
+
+def test_ibgp_reflectors_chosen_in_a_ring_and_nodes_as_far_from_them_unpaired() -> None:
+    ring = {"kind": "ring", "nodes": 6}
+    routing = {"protocol": "bgp", "ibgp": True, "route_reflectors": ["n1", "n3"]}
+    plan = plan_of({"topology": ring, "routing": routing})
+    proto, lab = make("bgp", {"ibgp": True, "route_reflectors": ["n1", "n3"]}), fake_lab(plan)
+    # n2 is one hop from both reflectors; n4 and n6 one hop from one; n5 two hops from both
+    conf = {n: proto.config(lab, n, "bgpd") for n in plan.nodes}  # type: ignore[attr-defined]
+    assert conf["n2"].count("interface peer-group reflectors") == 2
+    assert conf["n5"].count("interface peer-group reflectors") == 2
+    assert "clients" not in conf["n5"] and "clients" in conf["n4"]
+    assert conf["n1"].count("interface peer-group clients") == 2
+
+
+def test_ibgp_refuses_reflectors_whose_routes_never_meet(
+    tmp_path: Path,
+) -> None:
+    # in a ring of 6, n1 and n4 share no neighbour: n2's routes stop at n1, n3 hears n4
+    text = (
+        "name: frr\ntopology: {kind: ring, nodes: 6}\nrouting:\n  protocol: bgp\n"
+        "  ibgp: true\n  route_reflectors: [n1, n4]\n"
+    )
+    assert_refused_at(tmp_path / "ring.yaml", text, 6, "the routes of n1 never reach n3")
+    # a fat tree's cores reach every node: the aggregation and edge switches have two
+    # reflectors each and reflect between them (an aggregation switch's own routes reach
+    # the other cores only down and up through an edge switch)
+    fat = plan_of(
+        {"topology": {"kind": "fat-tree", "k": 4}, "routing": {"protocol": "bgp", "ibgp": True}}
+    )
+    proto, lab = make("bgp", {"ibgp": True}), fake_lab(fat)
+    assert proto.reflectors(lab) == ["c1", "c2", "c3", "c4"]  # type: ignore[attr-defined]
+    for node, bridges in (("a1", True), ("e1", True), ("h1", False)):
+        conf = proto.config(lab, node, "bgpd")  # type: ignore[attr-defined]
+        assert ("neighbor reflectors route-reflector-client" in conf) is bridges, node
+
+
+SEGMENT = {
+    "nodes": [{"name": "sw1", "kind": "switch"}, {"name": "sw2", "kind": "switch"}],
+    "links": [
+        {"a": "n1", "b": "n2"},
+        {"a": "n1", "b": "sw1"},
+        {"a": "n2", "b": "sw1"},
+        {"a": "sw1", "b": "sw2"},
+        {"a": "n3", "b": "sw2"},
+        {"a": "n3", "b": "n4"},
+    ],
+}
+
+
+def test_bgp_on_a_shared_segment_peers_with_every_router_there_by_address() -> None:
+    spec = {"nodes": [*SEGMENT["nodes"], *({"name": f"n{i}"} for i in range(1, 5))]}
+    plan = plan_of({**spec, "links": SEGMENT["links"], "routing": {"protocol": "bgp"}})
+    lab = fake_lab(plan)
+    conf = make("bgp", {}).config(lab, "n1", "bgpd")  # type: ignore[attr-defined]
+    on_wire = plan.node("n1").ifaces[0].name  # the link to n2 of its own: unnumbered
+    assert f" neighbor {on_wire} interface peer-group fabric" in conf
+    # n2 and n3 (behind a second switch) by their addresses on the segment, per family
+    for router in ("n2", "n3"):
+        port = next(i for i in plan.node(router).ifaces if i.peer.startswith("sw"))
+        v4, v6 = (a.split("/")[0] for a in port.addrs)
+        assert f" neighbor {v4} peer-group fabric" in conf
+        v4_part = conf[conf.index("address-family ipv4") : conf.index("address-family ipv6")]
+        assert f"no neighbor {v6} activate" in v4_part
+    assert conf.count("peer-group fabric") == 1 + 2 * 2 and "n4" not in conf
+    # iBGP with n3 the reflector: n1 and n2 are one hop from it over the segment, n4 over
+    # its link; n1 and n2 are as far from n3, so their own link carries no session
+    ibgp = make("bgp", {"ibgp": True, "route_reflectors": ["n3"]})
+    n1 = ibgp.config(lab, "n1", "bgpd")  # type: ignore[attr-defined]
+    assert "interface peer-group" not in n1 and n1.count("peer-group reflectors") == 2
+
+
 def test_isis_config_level_2_point_to_point_costs_and_a_passive_loopback() -> None:
     plan = plan_of(
         {
@@ -144,6 +247,11 @@ def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
         ("{protocol: ospf, bfd: true}", "bfd needs daemon: frr"),
         ("{protocol: ospf, daemon: quagga}", "'bird' or 'frr'"),
         ("{protocol: bgp, bfd: true, unnumbered: true}", "FRR 8.4 starts no BFD session"),
+        ("{protocol: bgp, route_reflectors: [n1]}", "route_reflectors needs ibgp: true"),
+        ("{protocol: bgp, ibgp: true, asn: per-tier}", "the whole lab is one AS"),
+        ("{protocol: bgp, ibgp: true, route_reflectors: []}", "at least 1 item"),
+        ("{protocol: bgp, ibgp: true, route_reflectors: [n9]}", "'n9' is not a router"),
+        ("{protocol: bgp, ibgp: true}", "no spines (s*) or cores (c*)"),
     ],
 )
 def test_bad_frr_options_are_refused_at_file_and_line(
@@ -162,12 +270,23 @@ def test_fabric_examples_validate_with_every_protocol(name: str) -> None:
     assert all(len(p.plan.nodes) == 10 for p in exp.points)
 
 
+@pytest.mark.parametrize("name", ["fabric-clos-ibgp.yaml", "fabric-clos-ibgp-cut.yaml"])
+def test_ibgp_examples_validate_with_the_spines_as_reflectors(name: str) -> None:
+    exp = load_experiment(str(EXAMPLES / name))
+    assert {p.plan.routing_options["bfd"] for p in exp.points} == {False, True}
+    for point in exp.points:
+        options = point.plan.routing_options
+        assert point.plan.protocol == "bgp" and options["ibgp"] is True
+        assert options["route_reflectors"] == ["s1", "s2"] and len(point.plan.nodes) == 10
+
+
 @pytest.mark.parametrize(
     ("protocol", "options"),
     [
         ("ospf", {}),
         ("ospf", {"daemon": "frr", "bfd": True}),
         ("bgp", {"asn": "per-tier", "bfd": True}),
+        ("bgp", {"ibgp": True, "route_reflectors": ["n1"]}),
         ("isis", {"hello": 2}),
     ],
 )
