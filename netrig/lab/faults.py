@@ -49,9 +49,19 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
             requests += _restore_requests(lab.plan, node, iface.index)
         send(lab, node, requests)
     if up:  # only now: a route's nexthop is reachable once both ends are up again
+        _replan_routes(lab)
         for node, ifname in ends:
             send(lab, node, route_requests(lab.plan.node(node)) + _saved_routes(lab, node, ifname))
     return link
+
+
+def _replan_routes(lab: Lab) -> None:
+    """Give a lab attached from its saved plan (saved without routes: a 2,000-node ring's
+    would take seconds to write) its planned static routes again, to put back on `up`."""
+    if any(node.routes for node in lab.plan.nodes.values()):
+        return
+    for name, routes in lab.protocol.routes(lab.plan).items():
+        lab.plan.nodes[name].routes = routes
 
 
 def _routes_file(lab: Lab, node: str, ifname: str) -> str:

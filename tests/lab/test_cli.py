@@ -44,6 +44,32 @@ def test_up_status_exec_trace_down(tmp_path, lab_name) -> None:  # type: ignore[
     assert not any(ns.startswith(lab_name + "-") for ns in netns.list_names())
 
 
+def test_link_down_up_puts_static_routes_back(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """`netrig link` runs in a new process: the plan it reads back has no routes saved, yet
+    `up` must put back every static route the kernel dropped with the link."""
+    path = write_lab(
+        tmp_path, lab_name, "topology: {kind: ring, nodes: 6}\nrouting: {protocol: static}\n"
+    )
+    assert netrig_cli("up", path).returncode == 0
+
+    def routes(node: str) -> list[str]:
+        argv = ["ip", "-n", f"{lab_name}-{node}", "route", "show"]
+        return sorted(subprocess.run(argv, capture_output=True, text=True).stdout.splitlines())
+
+    try:
+        before = routes("n1")
+        down = netrig_cli("link", lab_name, "n1", "n2", "down")
+        assert down.returncode == 0, down.stderr
+        assert len(routes("n1")) < len(before)  # the kernel dropped those through n2
+        up = netrig_cli("link", lab_name, "n1", "n2", "up")
+        assert up.returncode == 0, up.stderr
+        assert routes("n1") == before
+        ping = netrig_cli("exec", lab_name, "n1", "--", "ping", "-c1", "-W2", "198.18.0.2")
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+    finally:
+        assert netrig_cli("down", lab_name).returncode == 0
+
+
 def test_bad_input_exits_2_and_creates_nothing(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
     path = write_lab(
         tmp_path, lab_name, "topology: {kind: chain, nodes: 3}\nlinks:\n  - {a: n1, b: n7}\n"
