@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import sqlite3
 from pathlib import Path
 
@@ -82,10 +83,13 @@ def test_without_a_ledger_nobody_gets_the_same_line_and_status_says_no_labs(
     assert not os.path.exists("/run/netrig-never-made")
 
 
-@pytest.fixture
-def stored(nobody_dir: Path) -> Path:
-    """A results database root wrote (read-only for nobody), two experiments."""
-    db = nobody_dir / "root.db"
+@pytest.fixture(params=["shared-folder", "root-folder"])
+def stored(nobody_dir: Path, request: pytest.FixtureRequest) -> Path:
+    """A results database root wrote (read-only for nobody), two experiments: in a folder
+    nobody may write, or in root's own (where nobody cannot add a -wal or -shm file)."""
+    folder = nobody_dir if request.param == "shared-folder" else nobody_dir / "root-only"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    db = folder / "root.db"
     with ResultStore(db) as store:
         for name, rates in (("before", [9.1, 9.3, 9.2, 9.0]), ("after", [8.1, 8.2, 8.0, 8.3])):
             eid = store.begin_experiment(name, f"name: {name}\n", {"kernel": "x"})
@@ -128,9 +132,34 @@ def test_commands_without_root_work_as_any_user(
     assert (nobody_dir / "p.png").stat().st_size > 1000
     ok("report", "after", "-o", "r.html", "--db", db)
     assert "<html" in (nobody_dir / "r.html").read_text().lower()
-    # nobody read the store without changing it
+    # nobody read the store without changing it, and left no file of its own beside it
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         assert conn.execute("SELECT count(*) FROM runs").fetchone() == (8,)
+    nobody_uid = pwd.getpwnam("nobody").pw_uid
+    left = [p.name for p in stored.parent.iterdir() if p.stat().st_uid == nobody_uid]
+    assert not [name for name in left if name.startswith("root.db")], left
+
+
+def test_status_as_nobody_reads_roots_ledger_in_roots_folder(nobody_dir: Path) -> None:
+    """A quiet host: root's ledger has no -wal/-shm beside it, in a folder only root may
+    write; `netrig status` as anyone reads it as it is."""
+    state = nobody_dir / "state"
+    state.mkdir(mode=0o755)
+    ledger = Ledger(str(state))
+    ledger.begin_lab("quietlab", 3, None)
+    ledger.close()
+    assert sorted(os.listdir(state)) == ["ledger.sqlite"]
+    result = as_nobody("status", cwd=nobody_dir, env={"NETRIG_STATE_DIR": str(state)})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "quietlab" in result.stdout
+    assert sorted(os.listdir(state)) == ["ledger.sqlite"]
+
+
+def test_not_a_database_is_one_line_not_a_traceback(nobody_dir: Path) -> None:
+    (nobody_dir / "lab.yaml").write_text("name: x\ntopology: {kind: pair}\n")
+    result = as_nobody("results", "list", "--db", "lab.yaml", cwd=nobody_dir)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "not a netrig results database" in result.stderr
 
 
 def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: Path) -> None:

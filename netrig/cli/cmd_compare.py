@@ -46,6 +46,8 @@ def reported_errors() -> Iterator[None]:
         _die(str(exc), exc.code)
     except StoreError as exc:
         _die(str(exc), EXIT_FAILURE)
+    except OSError as exc:  # an output file that cannot be written (-o /no/such/dir/x.png)
+        _die(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_FAILURE)
 
 
 def _die(message: str, code: int) -> None:

@@ -7,7 +7,7 @@ import os
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import EXIT_BAD_INPUT, console, fail, reports_errors
+from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
 from netrig.plan.model import LabPlan
 
 
@@ -45,8 +45,11 @@ def graph(source: str, output: str | None, topo: str | None) -> None:
     if output is None:
         click.echo(data.decode(), nl=False)
         return
-    with open(output, "wb") as fh:
-        fh.write(data)
+    try:
+        with open(output, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        fail(f"-o {output}: {exc.strerror}", EXIT_FAILURE)
     console.print(
         f"[green]wrote[/] {output}: lab {plan.name}, {len(plan.nodes)} nodes, "
         f"{len(plan.links)} links"

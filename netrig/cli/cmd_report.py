@@ -44,6 +44,7 @@ def report_command(ref: str, output: str, db: str) -> None:
     if output == "-":
         sys.stdout.write(text)
         return
-    Path(output).write_text(text, encoding="utf-8")
+    with reported_errors():  # an output path that cannot be written: one line, exit 1
+        Path(output).write_text(text, encoding="utf-8")
     size = len(text.encode()) / 1024
     click.echo(f"{output} written ({size:.0f} KiB, self-contained)")

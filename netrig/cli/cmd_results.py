@@ -33,7 +33,9 @@ def _open(db: str) -> ResultStore:
         )
     try:
         return ResultStore(db)
-    except (StoreError, OSError) as exc:
+    except StoreError as exc:  # its message names the file
+        fail(str(exc), EXIT_BAD_INPUT)
+    except OSError as exc:
         fail(f"{db}: {exc}", EXIT_FAILURE)
         raise  # unreachable: fail() exits
 

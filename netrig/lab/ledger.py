@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from netrig.base.sqlitefile import connect_readonly, writable_sqlite
+
 STATE_DIR = os.environ.get("NETRIG_STATE_DIR", "/run/netrig")
 
 _SCHEMA = """
@@ -72,13 +74,33 @@ class ObjectRecord:
     starttime: int | None
 
 
+def _can_create(folder: str) -> bool:
+    """Could this process create a file in `folder` (or the folder itself)?"""
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder) or "."
+    return os.access(folder, os.W_OK)
+
+
 class Ledger:
     def __init__(self, state_dir: str = STATE_DIR) -> None:
-        os.makedirs(state_dir, mode=0o755, exist_ok=True)
         self.state_dir = state_dir
-        self.db = sqlite3.connect(
-            os.path.join(state_dir, "ledger.sqlite"), timeout=30, isolation_level=None
+        path = os.path.join(state_dir, "ledger.sqlite")
+        # A user who may not write root's ledger (`netrig status` as anyone) reads it as it
+        # is; one with no ledger at all reads an empty one. Neither can create anything.
+        self.readonly = not writable_sqlite(path) or (
+            not os.path.exists(path) and not _can_create(state_dir)
         )
+        if self.readonly:
+            self.db = (
+                connect_readonly(path)
+                if os.path.exists(path)
+                else sqlite3.connect(":memory:", isolation_level=None)
+            )
+            if not os.path.exists(path):
+                self.db.executescript(_SCHEMA)
+            return
+        os.makedirs(state_dir, mode=0o755, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)

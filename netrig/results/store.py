@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import IO, Any, Literal
 
 from netrig.base.sample import Sample
+from netrig.base.sqlitefile import connect_readonly, writable_sqlite
 from netrig.plan.runs import point_key
 from netrig.results.owner import alive as owner_alive
 from netrig.results.owner import current as current_owner
@@ -159,21 +160,41 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _open_error(path: str, exc: sqlite3.Error) -> StoreError:
+    if "not a database" in str(exc) or "malformed" in str(exc):
+        return StoreError(f"{path}: not a netrig results database ({exc})")
+    return StoreError(f"{path}: cannot open: {exc}")
+
+
 class ResultStore:
     """The results database at `path`, created and migrated to SCHEMA_VERSION on open."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
+        # Another user's database (readable, not writable: `netrig stat` as any user) is
+        # opened read-only: no WAL switch, no migration, no -wal/-shm files left behind.
+        self.readonly = self.path != ":memory:" and not writable_sqlite(self.path)
+        if self.path != ":memory:" and not self.readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is exactly
-        # what _transaction() encloses and nothing commits behind our back.
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
+        try:
+            # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction is
+            # exactly what _transaction() encloses and nothing commits behind our back.
+            self._db = (
+                connect_readonly(self.path)
+                if self.readonly
+                else sqlite3.connect(self.path, isolation_level=None, timeout=10.0)
+            )
+        except sqlite3.Error as exc:
+            raise _open_error(self.path, exc) from None
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            if not self.readonly:
+                self._db.execute("PRAGMA journal_mode = WAL")
             self._migrate()
+        except sqlite3.DatabaseError as exc:  # not a SQLite file, or a damaged one
+            self._db.close()
+            raise _open_error(self.path, exc) from None
         except BaseException:
             self._db.close()
             raise
@@ -217,6 +238,12 @@ class ResultStore:
             raise StoreError(
                 f"{self.path}: results schema v{self.schema_version} is newer than this "
                 f"netrig understands (v{SCHEMA_VERSION}); upgrade netrig"
+            )
+        if self.readonly and self.schema_version < SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: results schema v{self.schema_version} is older than this netrig's"
+                f" (v{SCHEMA_VERSION}) and the file is not writable by you; open it once as"
+                " its owner (e.g. `netrig results list`) to upgrade it"
             )
         while self.schema_version < SCHEMA_VERSION:
             with self._transaction() as db:
