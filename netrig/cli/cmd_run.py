@@ -123,8 +123,9 @@ def run(
     point that worked (exit 0: the limit was found).
 
     Parameters go anywhere in the file as {expr}: arithmetic (+ - * / // %)
-    on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements:
-    iperf3, ping, command, pps (--measurements lists their options).
+    on numbers and parameters, e.g. `server: "n{1 + hops}"`. Measurements: iperf3,
+    ping, pps, wrk, ab, convergence, stage_latency, command (--measurements lists
+    their options).
 
     With --cluster ADDR (or NETRIG_CLUSTER) the runs go to the hosts of that Dask
     scheduler, one at a time per host; every host runs every sweep point where it
@@ -162,15 +163,14 @@ def run(
             print_summary(
                 store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
             )
-    except StoreError as exc:
-        fail(f"{db}: {exc}", EXIT_FAILURE)
+    except StoreError as exc:  # its message names the file
+        fail(str(exc), EXIT_FAILURE)
     total = measured(runs)
     stored = outcome.ok + outcome.failed + outcome.skipped
     if outcome.signal:
         err_console.print(
             f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
-            f"removed; continue with: netrig run {file} --resume"
-            + (f" --db {db}" if db != "netrig.db" else ""),
+            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name)}",
             soft_wrap=True,
         )
         sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
@@ -279,3 +279,18 @@ def print_summary(
             reasons[run.reason] = reasons.get(run.reason, 0) + 1
     for reason, count in list(reasons.items())[:5]:
         console.print(f"[red]failed[/] ×{count}: {reason}", soft_wrap=True, highlight=False)
+
+
+def _resume_command(
+    file: str, db: str, repeat: int | None, overrides: tuple[str, ...], lab_name: str | None
+) -> str:
+    """The command that continues this experiment: --resume finds it only with the same
+    file, --set values, --repeat and --name."""
+    import shlex
+
+    argv = ["netrig", "run", file, "--resume"]
+    argv += [arg for value in overrides for arg in ("--set", value)]
+    argv += ["--repeat", str(repeat)] if repeat is not None else []
+    argv += ["--name", lab_name] if lab_name else []
+    argv += ["--db", db] if db != "netrig.db" else []
+    return shlex.join(argv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -233,12 +234,11 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
         measure:
           - iperf3: {{client: n1, server: n3, duration: 1}}
         vary: {{p: [1, 2]}}
-        repeat: 2
         """,
     )
     db = tmp_path / "r.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q"],
+        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q", "--repeat", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -254,14 +254,15 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, stderr
-    assert "--resume" in stderr
+    hint = stderr.split("continue with: ", 1)[1].split("\n", 1)[0].strip()
+    assert hint.startswith("netrig run ") and "--repeat 2" in hint, hint
     assert namespaces_of(lab_name) == []
     runs = stored_runs(db)
     assert [s for s, _ in runs] == ["ok", "interrupted"]
     with ResultStore(db) as store:
         assert store.experiments()[0].status == "interrupted"
 
-    out = netrig_cli("run", path, "--db", str(db), "--resume")
+    out = netrig_cli(*shlex.split(hint)[1:])  # the printed command, as a user pastes it
     assert out.returncode == 0, out.stderr
     assert "resuming" in out.stderr and "3 to go" in out.stderr
     with ResultStore(db) as store:
@@ -272,7 +273,7 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
         assert ok == [(1, 1), (1, 2), (2, 1), (2, 2)]
         assert len(throughputs(store, e.id)) == 4
     assert namespaces_of(lab_name) == []
-    again = netrig_cli("run", path, "--db", str(db), "--resume")
+    again = netrig_cli(*shlex.split(hint)[1:])
     assert again.returncode == 2 and "nothing to resume" in again.stderr
 
 
