@@ -84,7 +84,8 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
     "--name",
     "lab_name",
     metavar="NAME",
-    help="Name the lab NAME instead of the file's name (run a file while it is up elsewhere).",
+    help="Name the lab and the stored experiment NAME instead of the file's name (run a "
+    "file while it is up elsewhere).",
 )
 @click.option(
     "--measurements",

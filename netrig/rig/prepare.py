@@ -13,6 +13,7 @@ at the file:line that asks for it, before anything is created.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from functools import cache
@@ -186,6 +187,14 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
             lacking = firewall.get(node.firewall["engine"]).missing()
             if lacking:
                 problems.append(Problem(where((*node_path(name), "firewall", "engine")), lacking))
+        for j, (source, inside, _ro) in enumerate(node.binds):
+            if not os.path.exists(source):
+                problems.append(
+                    Problem(
+                        where((*node_path(name), "binds", j)),
+                        f"{name}: bind {source} → {inside}: {source} does not exist on this host",
+                    )
+                )
         for j, svc in enumerate(node.services):
             plugin = catalog().services.lookup(svc.kind)()
             options = plugin.Options.model_validate(svc.options)

@@ -158,3 +158,19 @@ def test_up_accepts_an_experiment_file(tmp_path, lab_name) -> None:  # type: ign
     assert up.returncode == 0, up.stderr
     assert "first point (n=3)" in up.stderr and f"lab {lab_name} is up" in up.stdout
     assert len([n for n in netns.list_names() if n.startswith(lab_name + "-")]) == 3
+
+
+def test_a_bind_whose_source_is_missing_is_refused_before_anything(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    missing = tmp_path / "absent.conf"
+    path = write_lab(
+        tmp_path,
+        lab_name,
+        f'topology: {{kind: pair}}\nnodes:\n  - name: n1\n    binds: ["{missing}:/etc/motd:ro"]\n',
+    )
+    for cmd in ("validate", "up"):
+        result = netrig_cli(cmd, path)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f"{path}:5:13: n1: bind {missing} → /etc/motd: {missing} does not exist" in (
+            result.stderr
+        )
+    assert not [n for n in netns.list_names() if n.startswith(f"{lab_name}-")]
