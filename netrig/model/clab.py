@@ -149,6 +149,7 @@ def _convert(reader: _Reader) -> dict[str, Any]:
         "kinds": _mapping(reader, topo.get("kinds"), ("topology", "kinds"), "kinds"),
         "groups": _mapping(reader, topo.get("groups"), ("topology", "groups"), "groups"),
     }
+    sysctls = _lab_sysctls(reader, levels["defaults"])
     nodes_data = _mapping(reader, topo.get("nodes"), ("topology", "nodes"), "nodes")
     if not nodes_data:
         reader.refuse(("topology",), "a containerlab topology needs `nodes:`")
@@ -179,7 +180,26 @@ def _convert(reader: _Reader) -> dict[str, Any]:
         "routing": {"protocol": "none"},
         "addressing": {"auto": False, "loopbacks": False},
         "check": {"reachability": "none"},
+        **({"sysctls": sysctls} if sysctls else {}),
     }
+
+
+def _lab_sysctls(reader: _Reader, defaults: dict[str, Any]) -> dict[str, str]:
+    """`defaults: {sysctls: …}` applies to every node, as a netrig lab's `sysctls:` does
+    (what `netrig export` writes: a lab's multipath hash policy survives the round trip).
+    Only net.* keys are per namespace; a node's own or a group's sysctls are noted."""
+    if "sysctls" not in defaults:
+        return {}
+    path: Path = ("topology", "defaults", "sysctls")
+    out: dict[str, str] = {}
+    for key, value in _mapping(reader, defaults["sysctls"], path, "sysctls").items():
+        if str(key).startswith("net."):
+            out[str(key)] = str(value)
+        else:
+            note(reader.where((*path, key), key=True),
+                 f"sysctl {key!r} noted and ignored: only net.* sysctls are per namespace")  # fmt: skip
+    reader.marks[("sysctls",)] = path
+    return out
 
 
 def _levels(
@@ -222,6 +242,8 @@ def _node(
         for key in level:
             if key in NODE_KEYS:
                 continue
+            if key == "sysctls" and level_path == ("topology", "defaults"):
+                continue  # the lab's sysctls (_lab_sysctls)
             if key in IGNORED_NODE_KEYS:
                 who = f"{name}: " if level_path == path else ""
                 note(reader.where((*level_path, key), key=True),

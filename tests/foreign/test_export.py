@@ -50,6 +50,16 @@ def test_read_back_gives_the_same_addresses_and_links(tmp_path: Path) -> None:
     assert any(argv[:2] == ["tc", "qdisc"] for argv in again.nodes["a"].exec)
 
 
+def test_the_sysctls_survive_the_round_trip(tmp_path: Path) -> None:
+    """ring16's l4 multipath hash is a sysctl: read back, it must still be set."""
+    out = tmp_path / "ring16.clab.yml"
+    assert netrig_cli("export", str(EXAMPLES / "ring16.yaml"), "-o", str(out)).returncode == 0
+    original = build_plan(load_file(str(EXAMPLES / "ring16.yaml")))
+    again = build_plan(load_file(str(out)))
+    assert original.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+    assert again.sysctls == original.sysctls
+
+
 def test_daemons_named_in_the_header_not_exported() -> None:
     result = netrig_cli("export", str(EXAMPLES / "ospf-ring6.yaml"))
     assert result.returncode == 0
