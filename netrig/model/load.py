@@ -122,7 +122,9 @@ def _make_protocol(
     except ValidationError as exc:
         if doc is None:
             raise SpecError([Problem("<spec>", str(exc))]) from None
-        problems = _problems(exc, doc, protocols[name].Options, prefix=("routing",))
+        problems = _problems(
+            exc, doc, protocols[name].Options, prefix=("routing",), also_known=("protocol",)
+        )
         raise SpecError(problems) from None
     if (
         cls.addressing
@@ -265,7 +267,10 @@ def _problems(
     doc: yamlmarks.MarkedDoc,
     model: type[BaseModel],
     prefix: tuple[str | int, ...] = (),
+    also_known: tuple[str, ...] = (),
 ) -> list[Problem]:
+    """Pydantic's errors as file:line problems. `also_known`: keys valid beside the model's
+    own at its top (a routing block's `protocol` beside the protocol's options)."""
     problems = []
     for err in exc.errors():
         kind = err["type"]
@@ -276,7 +281,7 @@ def _problems(
         loc = (*(p for p in raw if isinstance(p, int) or not _is_tag(p)), *last)
         path = (*prefix, *loc)
         if kind == "extra_forbidden":
-            fields = _fields_at(model, loc[:-1])
+            fields = [*_fields_at(model, loc[:-1]), *(also_known if len(loc) == 1 else ())]
             hint = _did_you_mean(loc[-1], fields) if fields else ""
             known = f"; known keys: {', '.join(fields)}" if fields and not hint else ""
             problems.append(

@@ -171,7 +171,7 @@ def _events(
                 Problem(
                     where,
                     f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start "
-                    "(use batman, babel or ospf, or a link event)",
+                    "(use one that does: batman, babel, ospf, bgp or isis; or a link event)",
                 )
             )
             continue

@@ -33,6 +33,14 @@ def test_unknown_key_with_suggestion() -> None:
         """) == ["lab.yaml:3:1: unknown key 'routnig' (did you mean 'routing'?)"]
 
 
+def test_a_typo_of_protocol_in_routing_is_suggested() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: pair}
+        routing: {protocl: static}
+        """) == ["lab.yaml:3:11: unknown key 'protocl' (did you mean 'protocol'?)"]
+
+
 def test_unknown_nested_key_lists_known_keys() -> None:
     (msg,) = problems("""\
         name: r
