@@ -299,7 +299,7 @@ def _lab_file(doc: yamlmarks.MarkedDoc, data: dict[str, Any]) -> yamlmarks.Marke
         lab_doc = foreign.lab_doc(path)
     except SpecError as exc:
         if exc.problems and exc.problems[0].where == path:  # unreadable: say where it was named
-            raise SpecError([Problem(where, exc.problems[0].message)]) from None
+            raise SpecError([Problem(where, f"lab {path}: {exc.problems[0].message}")]) from None
         raise
     return foreign.with_name(lab_doc, data.get("name"))
 

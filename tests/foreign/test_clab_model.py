@@ -206,4 +206,6 @@ def test_experiment_names_a_containerlab_lab(tmp_path: Path) -> None:
     bad = tmp_path / "exp.yaml"
     bad.write_text("lab: missing.clab.yml\nmeasure:\n  - ping: {src: h1, dst: h2}\n")
     result = netrig_cli("run", "--dry-run", str(bad))
-    assert result.returncode == 2 and f"{bad}:1:6: cannot read" in result.stderr
+    missing = tmp_path / "missing.clab.yml"
+    assert result.returncode == 2
+    assert f"{bad}:1:6: lab {missing}: cannot read: No such file" in result.stderr
