@@ -220,7 +220,7 @@ def compare_text(
                 f"{sa} and {sb} share no headline metric; name one with --metric", EXIT_BAD_INPUT
             )
     out: list[str] = []
-    code = EXIT_OK
+    code, unmatched = EXIT_OK, False
     names = (str(sa), str(sb)) if str(sa) != str(sb) else (f"A {sa}", f"B {sb}")
     for metric in metrics:
         kind = "intervals" if intervals else sample_kind(da, metric, "auto")
@@ -231,6 +231,7 @@ def compare_text(
         out.append(f"== {metric}" + (" per-interval samples" if kind == "intervals" else ""))
         for symbol, selector, groups in (("x", sa, ga), ("+", sb, gb)):
             out.extend(_side_notes(symbol, str(selector), groups))
+        unmatched = unmatched or not ga or not gb  # a value the sweep never had: bad input
         hosts_a, hosts_b = _host_counts(ga), _host_counts(gb)
         if by == "host":
             for host in sorted(set(hosts_a) | set(hosts_b)):
@@ -246,7 +247,7 @@ def compare_text(
         if not _verdict(out, pooled(ga).array, pooled(gb).array, names, confidence, width,
                         detect):
             code = EXIT_FAILURE
-    return "\n".join(out) + "\n", code
+    return "\n".join(out) + "\n", (EXIT_BAD_INPUT if unmatched else code)
 
 
 def _verdict(out: list[str], va: Any, vb: Any, names: tuple[str, str], confidence: float,

@@ -196,6 +196,12 @@ def test_compare_prints_ministat_verbatim_and_more(ministat: str, db: Path, tmp_
     assert "Relative difference: -1.81%, 95.0% interval -2.37% .. -1.25%" in done.stdout
 
 
+def test_a_sweep_value_that_was_never_run_is_bad_input(db: Path) -> None:
+    done = netrig("compare", "ring:hops=1", "ring:hops=5", "--db", str(db))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "+ ring:hops=5: no run matches" in done.stdout
+
+
 def test_compare_filters_alone_use_the_newest_experiment(db: Path) -> None:
     result = CliRunner().invoke(
         compare_command, ["hops=1", "hops=8", "--db", str(db), "--confidence", "99", "-w", "40"]
