@@ -129,7 +129,10 @@ class FrrProtocol(DaemonProtocol[FrrOptionsT]):
 
     def _daemon_config(self, lab: Lab, node: str, name: str) -> str:
         if name == "zebra":
-            return ""
+            # Routes with their next hops inline, not kernel nexthop objects: FRR 8.4's zebra
+            # does not reinstall an ECMP group's objects after a link flap (fixed upstream
+            # by FRR PR 13413), so a leaf kept one spine of two until it was rebuilt.
+            return "no zebra nexthop kernel enable\n"
         if name == "bfdd":
             o = self.options
             return (
