@@ -85,8 +85,8 @@ def prove(plan: LabPlan, timeout: float) -> CheckResult:
     hosts = [n.name for n in plan.nodes.values()]
     promised = fibcheck.planned_hops(plan, hosts)
     echoes = fibcheck.link_pairs(plan) + fibcheck.sample_pairs(plan, promised=promised)
+    kernels = fibcheck.read_kernels(plan)  # first: reading a link applies its carrier
     pinged = ping_pairs(plan, echoes, timeout)
-    kernels = fibcheck.read_kernels(plan)
     proof = fibcheck.prove(plan, kernels, promised)
     reasons = dict(proof.reasons)
     for pair in pinged.failed:
@@ -139,31 +139,34 @@ def wait_carrier(plan: LabPlan, timeout: float) -> list[str]:
                for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
     bridged = {n.ns for n in plan.nodes.values() if n.bridge and not n.bridge.stp}
     deadline = time.monotonic() + timeout
-    while waiting:
-        for ns in list(waiting):
-            ready = netns.in_netns(ns, lambda ns=ns: _ready_ports(ns in bridged))
-            waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
-            if not waiting[ns]:
-                del waiting[ns]
-        if not waiting or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
+
+    def poll() -> None:  # one thread visits every namespace
+        while waiting:
+            for ns in list(waiting):
+                with netns.entered(ns):
+                    ready = _ready_ports(ns in bridged, list(waiting[ns]))
+                waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
+                if not waiting[ns]:
+                    del waiting[ns]
+            if not waiting or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+
+    netns.run_in_thread(poll)
     return [label for ports in waiting.values() for label in ports.values()]
 
 
-def _ready_ports(bridged: bool) -> set[int]:
-    """Indexes of the calling thread's namespace's interfaces that are running (and, in a
-    bridge's namespace, whose bridge port forwards)."""
+def _ready_ports(bridged: bool, indexes: list[int]) -> set[int]:
+    """Which of these interfaces of the calling thread's namespace are running (and, in a
+    bridge's namespace, whose bridge port forwards). Asked by index, which applies a
+    pending carrier change first (see fibcheck.running)."""
+    from netrig.lab.fibcheck import running as running_of
+
     with nlwire.RtnlSocket() as sock:
-        replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo())
+        running = running_of(sock, indexes)
         ports = sock.request(
             nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo(family=AF_BRIDGE)
         ) if bridged else []  # fmt: skip
-    running = set()
-    for _mtype, payload in replies:
-        _family, _type, index, flags = struct.unpack_from("=BxHiI", payload)
-        if flags & IFF_RUNNING:
-            running.add(index)
     if not bridged:
         return running
     forwarding = set()

@@ -103,7 +103,7 @@ def read_kernels(plan: LabPlan, threads: int = READ_THREADS) -> dict[str, Kernel
         try:
             for node in share:
                 with netns.entered(node.ns):
-                    kernel = _read_here()
+                    kernel = _read_here([i.index for i in node.ifaces])
                 with lock:
                     out[node.name] = kernel
         except BaseException as exc:  # re-raised in the caller
@@ -123,14 +123,29 @@ def read_kernels(plan: LabPlan, threads: int = READ_THREADS) -> dict[str, Kernel
     return out
 
 
-def _read_here() -> Kernel:
+def running(sock: nlwire.RtnlSocket, indexes: list[int]) -> set[int]:
+    """Which of these interfaces are up and running. Asked one by one, not dumped: the
+    kernel then applies a pending carrier change first (linkwatch_sync_dev), where a dump
+    reports what its link watcher has got round to, up to a second late (a veth whose two
+    ends share an ifindex is never urgent to it)."""
+    up = set()
+    for index in indexes:
+        try:
+            replies = sock.request(nlwire.RTM_GETLINK, 0, nlwire.ifinfo(index))
+        except OSError:  # no such interface
+            continue
+        for _t, payload in replies:
+            flags = struct.unpack_from("=BxHiI", payload)[3]
+            if flags & IFF_UP and flags & IFF_RUNNING:
+                up.add(index)
+    return up
+
+
+def _read_here(indexes: list[int]) -> Kernel:
     """The calling thread's namespace: links, addresses, main-table routes, forwarding."""
     k = Kernel()
     with nlwire.RtnlSocket() as sock:
-        for _t, payload in sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo()):
-            _fam, _type, index, flags = struct.unpack_from("=BxHiI", payload)
-            if flags & IFF_UP and flags & IFF_RUNNING:
-                k.running.add(index)
+        k.running = running(sock, indexes)
         body = struct.pack("=BBBBi", 0, 0, 0, 0, 0)
         for _t, payload in sock.request(RTM_GETADDR, nlwire.NLM_F_DUMP, body):
             family, _plen, _flags, _scope, index = struct.unpack_from("=BBBBi", payload)
