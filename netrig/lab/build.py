@@ -102,9 +102,9 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
 
 
 def workers(count: int) -> int:
-    """Worker threads for `count` namespaces: a few per core (the kernel work of one
-    overlaps the Python of another), none idle."""
-    return max(1, min(count // 16 or 1, 2 * (os.cpu_count() or 1), 8))
+    """Worker threads for `count` namespaces: one per core (the kernel work of one overlaps
+    the Python of another; more only contend for the kernel's locks), none idle."""
+    return max(1, min(count // 16 or 1, os.cpu_count() or 1, 8))
 
 
 def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> list[R]:
