@@ -66,7 +66,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             best = dist[row[s]]
             hit = np.isclose(cand, best) & np.isfinite(best)
             connected = [n_h + k for k, _ in adjacency[s]]
-            key = _destination_keys(hit, s, connected, multipath)
+            key = _destination_keys(hit, s, connected, multipath, spans.order)
             node = plan.nodes[name]
             routes[name] = []
             for version, lo, hi, choice in spans.runs(key):
@@ -95,7 +95,13 @@ def _distance_rows(  # type: ignore[no-untyped-def]
     return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
 
 
-def _destination_keys(hit: np.ndarray, s: int, connected: list[int], multipath: bool) -> np.ndarray:
+def _destination_keys(
+    hit: np.ndarray,
+    s: int,
+    connected: list[int],
+    multipath: bool,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
     """Per destination vertex: the next-hop choice (a gateway's position, or for ECMP the
     bit set of them), WILD for the node's own and connected vertices, NONE if unreachable."""
     reachable = hit.any(axis=0)
@@ -104,10 +110,43 @@ def _destination_keys(hit: np.ndarray, s: int, connected: list[int], multipath: 
         key = (hit.astype(np.int64) * bits).sum(axis=0)
     else:
         key = hit.argmax(axis=0).astype(np.int64)
+        if order is not None and hit.shape[0] > 1:
+            _fewest_runs(hit, key, order, s, connected)
     key = np.where(reachable, key, NONE)
     key[s] = WILD
     key[connected] = WILD
     return key
+
+
+def _fewest_runs(
+    hit: np.ndarray, key: np.ndarray, order: np.ndarray, s: int, connected: list[int]
+) -> None:
+    """Choose among equal-cost gateways so that destinations in address order change
+    gateway as seldom as possible (fewest routes after aggregation): from each point, the
+    gateway that stays a shortest way furthest ahead (greedy, which is optimal for this).
+    On a 100x100 grid the first gateway in link order splits every row of destinations;
+    this sends whole rows one way."""
+    allowed = hit[:, order]
+    own = np.zeros(hit.shape[1], bool)
+    own[s] = True
+    own[connected] = True
+    allowed |= own[order][None, :]
+    length = allowed.shape[1]
+    positions = np.arange(length)
+    reach = np.empty(allowed.shape, dtype=np.int64)
+    for g in range(allowed.shape[0]):
+        stop = np.where(allowed[g], length, positions)
+        reach[g] = np.minimum.accumulate(stop[::-1])[::-1]
+    best = reach.argmax(axis=0)
+    i = 0
+    while i < length:
+        g = int(best[i])
+        end = int(reach[g, i])
+        if end == i:  # nothing reaches it: unreachable
+            i += 1
+            continue
+        key[order[i:end]] = g
+        i = end
 
 
 class _Spans:
@@ -118,6 +157,7 @@ class _Spans:
 
     def __init__(self, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
         self.families = []
+        self.order: np.ndarray | None = None  # destination vertices in the first family's order
         for version in (4, 6):
             items = sorted(
                 (lo, hi, vertex)
@@ -132,6 +172,8 @@ class _Spans:
             vertex = np.array([x[2] for x in items], np.int64)
             adjacent = np.array([False] + [lo[i] == hi[i - 1] + 1 for i in range(1, len(lo))])
             self.families.append((version, lo, hi, vertex, adjacent))
+            if self.order is None:
+                self.order = vertex
 
     def runs(self, key: np.ndarray) -> list[tuple[int, int, int, int]]:
         """(version, first address, last address, choice) of each route-to-be."""
