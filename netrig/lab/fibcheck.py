@@ -80,8 +80,11 @@ class Proof:
 
 
 def eligible(plan: LabPlan) -> bool:
-    """Whether the FIB decides alone where a packet goes (netrig's own routes, hosts only)."""
+    """Whether the FIB decides alone where a packet goes (netrig's own routes, hosts only,
+    no strict reverse-path filter: it drops what arrives on an unexpected interface)."""
     if plan.protocol not in ("static", "ecmp"):
+        return False
+    if any("rp_filter" in key and str(value) == "1" for key, value in plan.sysctls.items()):
         return False
     return all(
         n.kind == "host" and not n.bridge and not n.ovs and not n.firewall and not n.shares

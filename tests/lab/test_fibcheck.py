@@ -135,6 +135,8 @@ def test_what_the_fib_walk_covers() -> None:
     switched = "nodes: [{name: sw1, kind: switch}]\nlinks: [{a: n1, b: sw1}, {a: n2, b: sw1}]\n"
     assert not fibcheck.eligible(plan(switched))  # type: ignore[arg-type]
     assert not fibcheck.eligible(plan("routing: {protocol: none}\n"))  # type: ignore[arg-type]
+    strict = "sysctls: {net.ipv4.conf.all.rp_filter: 1}\n"  # drops asymmetric paths
+    assert not fibcheck.eligible(plan(strict))  # type: ignore[arg-type]
 
 
 def test_sampled_and_link_pairs_are_promised_and_stable() -> None:
