@@ -199,6 +199,9 @@ def main() -> None:
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("setup_speed.py: run as root")
+    for script in ("seed000_ring.sh", "ipbatch_ring.py"):
+        if not os.path.exists(os.path.join(args.reference, script)):
+            sys.exit(f"setup_speed.py: no {script} in {args.reference} (--reference DIR)")
     n = 20 if args.quick else 100
     reps = 1 if args.quick else args.reps
     tag = f"b{os.getpid() % 1000}"
