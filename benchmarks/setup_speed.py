@@ -10,7 +10,8 @@ Issue 12's goals, each printed as a ratio with its goal and whether it is met:
   grid, `check: sample`) up <= 60 s and <= 2 GB peak RSS.
 
 Every way runs as the user would run it (a new process, timed from outside, its clean-up
-not timed), the ways interleaved within each repetition, medians compared. The kernel frees
+not timed), the ways interleaved within each repetition (in a new order each time),
+medians compared. The kernel frees
 a deleted namespace after the call returns and that slows whatever is built next, so each
 timing starts only once the namespaces of the one before are gone (the live count in
 /proc/slabinfo). The machine may be shared: min–max spreads are printed with the medians.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -161,9 +163,11 @@ def ring_comparison(n: int, reps: int, tag: str, ref_dir: str, tmp: str) -> dict
         "nocheck": Way("netrig up --no-check"),
     }
     body = f"topology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
-    order = list(ways)
+    rng = random.Random(12)
     for rep in range(reps):
-        for key in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate the order
+        order = list(ways)
+        rng.shuffle(order)  # a new order each repetition: no way always follows another
+        for key in order:
             prefix = f"{tag}{key[0]}{rep}-"
             if key == "seed000":
                 ways[key].times.append(reference("seed000_ring.sh", n, prefix, ref_dir))
