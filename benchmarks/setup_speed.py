@@ -1,199 +1,247 @@
-"""How fast does a lab come up, against the by-hand way, measured in the same run?
+"""How fast does `netrig up` build a lab, against the by-hand ways, measured in the same run?
 
-1. The same N-node ring (namespaces + veth + links up, no addresses): seed 000's bash loop
-   (`ip netns add`, `ip link add … peer …`, `ip link set … netns …`, `ip -n … link set up`)
-   against netrig, repetitions interleaved, medians compared.
-2. A 100-node ring with addresses and full static routing: netrig's plan + build, the
-   reachability check apart, and the `netrig up` command's wall time.
-3. Teardown of 100 nodes; with --full also a 1000-node ring (up, down, peak memory).
+Issue 12's goals, each printed as a ratio with its goal and whether it is met:
 
-Deleted namespaces are freed by the kernel after `ip netns del` returns and slow whatever
-is built next, so every phase waits for that before the next one is timed.
+- the 100-node routed ring (addresses + static routes), `netrig up` wall clock with Python
+  start-up and its default check, against the iproute2-batch build that checks nothing
+  (../shared/reference/ipbatch_ring.py: at least as fast) and seed 000's script
+  (../shared/reference/seed000_ring.sh: >= 20x); `netrig up --no-check` >= 2x ipbatch;
+- with --full: a 1000-node ring up with its check <= 3 s, and a 10,000-node lab (a 100x100
+  grid, `check: sample`) up <= 60 s and <= 2 GB peak RSS.
 
-    python benchmarks/setup_speed.py [--quick | --full] [--reps N]
+Every way runs as the user would run it (a new process, timed from outside, its clean-up
+not timed), the ways interleaved within each repetition (in a new order each time),
+medians compared. The kernel frees
+a deleted namespace after the call returns and that slows whatever is built next, so each
+timing starts only once the namespaces of the one before are gone (the live count in
+/proc/slabinfo). The machine may be shared: min–max spreads are printed with the medians.
+
+    python benchmarks/setup_speed.py [--quick | --full [--no-grid]] [--reps N] [--reference DIR]
+
+--quick is CI's smoke: a 20-node ring, one repetition, under a minute; its ratios are not
+the goals' (start-up weighs more on a small ring).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import random
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from netrig.lab import netns
-from netrig.rig import Lab
-
-BASH_RING = r"""
-set -e
-n=$1; p=$2
-for i in $(seq 1 $n); do ip netns add $p$i; done
-j=$n
-ip link add dev e${j}a type veth peer name e${j}b
-for i in $(seq 1 $((n-1))); do
-  ip link add dev e${i}a type veth peer name e${i}b
-  ip link set e${i}a netns $p$i
-  ip link set e${j}b netns $p$i
-  ip -n $p$i link set e${i}a up
-  ip -n $p$i link set e${j}b up
-  j=$i
-done
-ip link set e${n}a netns $p$n
-ip link set e${j}b netns $p$n
-ip -n $p$n link set e${n}a up
-ip -n $p$n link set e${j}b up
-"""
+REFERENCE = os.environ.get("NETRIG_REFERENCE", "/work/shared/reference")
+NETRIG = [sys.executable, "-m", "netrig"]
 
 
-def settle(count: int) -> None:
-    """Give the kernel time to free `count` deleted namespaces before the next timing."""
-    time.sleep(0.3 + count * 0.004)
+@dataclass
+class Way:
+    label: str
+    times: list[float] = field(default_factory=list)
+    notes: dict[str, list[float]] = field(default_factory=dict)  # e.g. build, check seconds
+    rss_mb: list[float] = field(default_factory=list)
+
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    def spread(self) -> str:
+        if len(self.times) < 2:
+            return ""
+        return f"({min(self.times):.2f}–{max(self.times):.2f})"
 
 
-def bash_ring(n: int, prefix: str) -> float:
+def live_namespaces() -> int | None:
+    """Network namespaces the kernel still holds (freed ones included until it is done)."""
+    try:
+        with open("/proc/slabinfo") as fh:
+            for line in fh:
+                if line.startswith("net_namespace "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def wait_freed(before: int | None, timeout: float = 120.0) -> None:
+    """Until the kernel has freed the namespaces made since `before` was read (other users
+    of the machine may make some too: a little slack, and give up when nothing moves)."""
+    if before is None:
+        time.sleep(1.0)
+        return
+    deadline = time.monotonic() + timeout
+    last, still = live_namespaces(), time.monotonic()
+    while time.monotonic() < deadline:
+        now = live_namespaces()
+        if now is None or now <= before + 4:
+            return
+        if now != last:
+            last, still = now, time.monotonic()
+        elif time.monotonic() - still > 5.0:
+            return  # someone else's namespaces, not ours
+        time.sleep(0.1)
+
+
+def run_measured(cmd: list[str], cwd: str | None = None) -> tuple[float, str, float]:
+    """Wall seconds, stdout and the child's own peak RSS in MB (wait4's rusage) of one
+    command run as a new process."""
     start = time.perf_counter()
-    subprocess.run(["bash", "-c", BASH_RING, "ring", str(n), prefix], check=True)
-    elapsed = time.perf_counter() - start
-    for i in range(1, n + 1):  # the by-hand way cleans up by hand too (not timed)
-        subprocess.run(["ip", "netns", "del", f"{prefix}{i}"], check=False)
-    settle(n)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(
+                f"setup_speed.py: {' '.join(cmd)} failed ({proc.returncode}):\n{err.read()}"
+            )
+        return elapsed, out.read(), usage.ru_maxrss / 1024
+
+
+def reference(script: str, n: int, prefix: str, ref_dir: str) -> float:
+    """One by-hand build, run from its directory as it is; its `down` is not timed."""
+    path = os.path.join(ref_dir, script)
+    cmd = ["bash", path] if script.endswith(".sh") else [sys.executable, path]
+    before = live_namespaces()
+    try:
+        elapsed, _out, _rss = run_measured([*cmd, "up", str(n), prefix], cwd=ref_dir)
+    finally:
+        subprocess.run([*cmd, "down", str(n), prefix], cwd=ref_dir, check=False)
+    wait_freed(before)
     return elapsed
 
 
-def netrig_ring(n: int, name: str, addresses: bool, check: bool = False) -> tuple[float, Lab]:
-    """Plan and build in-process; without addresses it matches what the bash loop builds."""
-    start = time.perf_counter()
-    lab = Lab.from_spec(
-        {
-            "name": name,
-            "topology": {"kind": "ring", "nodes": n},
-            "routing": {"protocol": "static" if addresses else "none"},
-        }
-    )
-    if not addresses:
-        for node in lab.plan.nodes.values():
-            node.loopbacks = []
-            node.neighbors = []
-            for iface in node.ifaces:
-                iface.addrs = []
-    lab.up(check_reachability=check)
-    return time.perf_counter() - start, lab
+def lab_file(directory: str, name: str, body: str) -> str:
+    path = os.path.join(directory, f"{name}.yaml")
+    with open(path, "w") as fh:
+        fh.write(f"name: {name}\n{body}")
+    return path
 
 
-def cli_up(n: int, name: str) -> float:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
-        fh.write(
-            f"name: {name}\ntopology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
-        )
+SUMMARY = re.compile(r"build ([\d.]+) s(?:; (\d+) pairs reachable in ([\d.]+) s)?")
+
+
+def netrig_up(path: str, name: str, way: Way, *flags: str) -> None:
+    before = live_namespaces()
     try:
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "netrig", "up", "-q", "--no-check", fh.name],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        elapsed = time.perf_counter() - start
-        subprocess.run(
-            [sys.executable, "-m", "netrig", "down", name], check=True, stdout=subprocess.DEVNULL
-        )
-        settle(n)
-        return elapsed
+        elapsed, out, rss = run_measured([*NETRIG, "up", "-q", *flags, path])
     finally:
-        os.unlink(fh.name)
+        subprocess.run([*NETRIG, "down", name], check=False, stdout=subprocess.DEVNULL)
+    way.times.append(elapsed)
+    way.rss_mb.append(rss)
+    if m := SUMMARY.search(out):
+        way.notes.setdefault("build", []).append(float(m.group(1)))
+        if m.group(3):
+            way.notes.setdefault("check", []).append(float(m.group(3)))
+    wait_freed(before)
 
 
-def big_lab_in_subprocess(n: int, name: str) -> dict[str, float]:
-    """A 1000-node lab in its own process, so its peak RSS is its own."""
-    code = f"""
-import json, resource, sys, time
-sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})
-from netrig.rig import Lab
-t = time.perf_counter()
-lab = Lab.from_spec({{"name": {name!r}, "topology": {{"kind": "ring", "nodes": {n}}},
-                     "routing": {{"protocol": "static"}}}})
-lab.up(check_reachability=False)
-up = time.perf_counter() - t
-t = time.perf_counter()
-lab.down()
-down = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({{"up": up, "down": down, "rss_mb": rss, "routes": lab.plan.route_count()}}))
-"""
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
+def verdict(label: str, ratio: float, goal: float, unit: str = "x") -> str:
+    met = "met" if ratio >= goal else "NOT met"
+    return f"  {label:<44} {ratio:6.2f}{unit}   goal >= {goal:g}{unit}   {met}"
+
+
+def limit_verdict(label: str, value: float, goal: float, unit: str) -> str:
+    met = "met" if value <= goal else "NOT met"
+    return (
+        f"  {label:<44} {value:8.2f} {unit}   goal <= {goal:g} {unit} "
+        f"(ratio {value / goal:.2f} of the goal)   {met}"
+    )
+
+
+def ring_comparison(n: int, reps: int, tag: str, ref_dir: str, tmp: str) -> dict[str, Way]:
+    ways = {
+        "seed000": Way("seed000_ring.sh (bridge + STP ring, no routes)"),
+        "ipbatch": Way("ipbatch_ring.py (ip -batch; checks nothing)"),
+        "up": Way("netrig up (default check; Python start-up incl.)"),
+        "nocheck": Way("netrig up --no-check"),
+    }
+    body = f"topology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
+    rng = random.Random(12)
+    for rep in range(reps):
+        order = list(ways)
+        rng.shuffle(order)  # a new order each repetition: no way always follows another
+        for key in order:
+            prefix = f"{tag}{key[0]}{rep}-"
+            if key == "seed000":
+                ways[key].times.append(reference("seed000_ring.sh", n, prefix, ref_dir))
+            elif key == "ipbatch":
+                ways[key].times.append(reference("ipbatch_ring.py", n, prefix, ref_dir))
+            else:
+                name = f"{tag}{key[0]}{rep}"
+                path = lab_file(tmp, name, body)
+                netrig_up(path, name, ways[key], *(["--no-check"] if key == "nocheck" else []))
+        print(f"  … repetition {rep + 1}/{reps} done", file=sys.stderr, flush=True)
+    return ways
+
+
+def print_ways(title: str, ways: dict[str, Way]) -> None:
+    print(title)
+    for way in ways.values():
+        extra = ""
+        if way.notes:
+            parts = [f"{k} {statistics.median(v):.3f} s" for k, v in way.notes.items()]
+            extra = "  [" + ", ".join(parts) + "]"
+        print(f"  {way.label:<50} {way.median():7.3f} s {way.spread():>13}{extra}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes, one repetition (CI smoke)"
-    )
-    parser.add_argument("--full", action="store_true", help="also the 1000-node ring")
+    parser.add_argument("--quick", action="store_true", help="CI smoke: 20-node ring, 1 rep")
+    parser.add_argument("--full", action="store_true", help="also 1000-node ring, 10k grid")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reference", default=REFERENCE, help="the by-hand scripts' directory")
+    parser.add_argument(
+        "--no-grid", action="store_true", help="with --full, leave out the 10,000-node grid"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("setup_speed.py: run as root")
-    ring_n = 20 if args.quick else 100
+    for script in ("seed000_ring.sh", "ipbatch_ring.py"):
+        if not os.path.exists(os.path.join(args.reference, script)):
+            sys.exit(f"setup_speed.py: no {script} in {args.reference} (--reference DIR)")
+    n = 20 if args.quick else 100
     reps = 1 if args.quick else args.reps
-    tag = f"b{os.getpid() % 10000}"
-    netns.prepare_run_dir()
-
-    bash_times, netrig_times = [], []
-    for rep in range(reps):
-        bash_times.append(bash_ring(ring_n, f"{tag}h{rep}x"))
-        elapsed, lab = netrig_ring(ring_n, f"{tag}n{rep}", addresses=False)
-        netrig_times.append(elapsed)
-        lab.down()
-        settle(ring_n)
-    bash_med, netrig_med = statistics.median(bash_times), statistics.median(netrig_times)
-    print(f"ring of {ring_n}, namespaces + veth + up (median of {reps}):")
-    print(f"  bash loop (seed 000)   {bash_med:8.3f} s")
-    print(f"  netrig                 {netrig_med:8.3f} s   → {bash_med / netrig_med:5.1f}x faster")
-
-    routed = []
-    check_times = []
-    teardown_times = []
-    for rep in range(reps):
-        elapsed, lab = netrig_ring(100, f"{tag}r{rep}", addresses=True)
-        routed.append(elapsed)
-        from netrig.lab import check
-
-        pairs = check.check_pairs(lab.plan, "all")
-        result = check.ping_pairs(lab.plan, pairs, 30)
-        check_times.append(result.seconds)
-        start = time.perf_counter()
-        lab.down()
-        teardown_times.append(time.perf_counter() - start)
-        settle(100)
-    routes = lab.plan.route_count()
-    routed_med = statistics.median(routed)
-    print(f"ring of 100 with addresses and static routing ({routes} routes, median of {reps}):")
-    print(
-        f"  netrig plan + build    {routed_med:8.3f} s   (target <= 0.5 s; "
-        f"{bash_med * 100 / ring_n / routed_med:5.1f}x faster than the bash loop without addresses)"
-    )
-    print(
-        f"  all-pairs ping check   {statistics.median(check_times):8.3f} s   ({len(pairs)} echoes, v4+v6)"
-    )
-    print(
-        f"  teardown               {statistics.median(teardown_times):8.3f} s   (target <= 0.3 s)"
-    )
-    print(
-        f"  `netrig up` command    {cli_up(100, f'{tag}c'):8.3f} s   (wall, Python start-up included)"
-    )
-
-    if args.full:
-        big = big_lab_in_subprocess(1000, f"{tag}k")
-        print(f"ring of 1000 with addresses and static routing ({big['routes']} routes):")
-        print(
-            f"  up {big['up']:.2f} s (target <= 15 s), down {big['down']:.2f} s (target <= 3 s), "
-            f"peak RSS {big['rss_mb']:.0f} MB (target <= 300 MB)"
+    tag = f"b{os.getpid() % 1000}"
+    with tempfile.TemporaryDirectory() as tmp:
+        ways = ring_comparison(n, reps, tag, args.reference, tmp)
+        print_ways(
+            f"{n}-node routed ring, {reps} interleaved repetition(s): median wall (min–max)", ways
         )
+        up, nocheck = ways["up"].median(), ways["nocheck"].median()
+        ipb, seed = ways["ipbatch"].median(), ways["seed000"].median()
+        note = "  (--quick: 20 nodes, not the goals' size)" if args.quick else ""
+        print(f"goals, as ratios measured in this run{note}:")
+        print(verdict("netrig up vs ipbatch (ipbatch / netrig)", ipb / up, 1))
+        print(verdict("netrig up vs seed 000 (seed000 / netrig)", seed / up, 20))
+        print(verdict("netrig up --no-check vs ipbatch", ipb / nocheck, 2))
+        if not args.full:
+            return
+        big = Way("1000-node ring, netrig up with its check")
+        ring = lab_file(tmp, f"{tag}k", "topology: {kind: ring, nodes: 1000}\n"
+                        "routing: {protocol: static}\n")  # fmt: skip
+        for _rep in range(reps):
+            netrig_up(ring, f"{tag}k", big)
+        print_ways("1000-node ring (median wall):", {"k": big})
+        print(limit_verdict("1000-node ring up with its check", big.median(), 3.0, "s"))
+        if args.no_grid:
+            print("  10,000-node grid: left out (--no-grid)")
+            return
+        grid = Way("10,000-node grid (100x100), check: sample")
+        path = lab_file(tmp, f"{tag}g", "topology: {kind: grid, rows: 100, cols: 100}\n"
+                        "routing: {protocol: static}\ncheck: {reachability: sample, "
+                        "timeout: 60s}\n")  # fmt: skip
+        netrig_up(path, f"{tag}g", grid)
+        print_ways("10,000-node grid (one run):", {"g": grid})
+        print(limit_verdict("10,000-node grid up (check: sample)", grid.median(), 60.0, "s"))
+        rss = max(grid.rss_mb) / 1024
+        print(limit_verdict("10,000-node grid peak RSS of netrig up", rss, 2.0, "GB"))
 
 
 if __name__ == "__main__":

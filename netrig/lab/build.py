@@ -2,11 +2,13 @@
 
 Order, and why:
 1. the ledger records every namespace (one transaction) before the first exists;
-2. a worker thread creates the namespaces (unshare + bind mount), sets their sysctls and
-   opens one rtnetlink socket in each, updating the ledger as each one appears;
+2. worker threads create the namespaces (unshare + bind mount) and set their sysctls,
+   writing each one's identity to the ledger as they go;
 3. one host socket creates every veth pair with both ends born in their namespaces, with
    fixed ifindexes, in a few system calls;
-4. each namespace gets one batch: lo and ports up, bridges, addresses, routes.
+4. each namespace gets one batch (lo and ports up, bridges, addresses, routes), sent from
+   inside it by worker threads, a netlink socket per namespace: one thread's kernel work
+   overlaps another's Python.
 Rate limits (tc) follow through pyroute2, one call per limited interface.
 """
 
@@ -17,11 +19,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from netrig.lab import netns, nlwire
 from netrig.lab.ledger import Ledger
-from netrig.plan.model import LabPlan, NodePlan
+from netrig.plan.model import LabPlan, LinkPlan, NodePlan
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class LabError(Exception):
@@ -79,32 +84,16 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     ledger.intend_netns(plan.name, [(n.ns, n.name) for n in nodes])
 
     say(f"creating {len(nodes)} namespaces")
-    sockets = _create_namespaces(plan, nodes, ledger.state_dir)
+    _create_namespaces(plan, nodes, ledger.state_dir)
     t.namespaces = time.perf_counter() - start
-    try:
-        fds = {n.name: netns.open_fd(n.ns) for n in nodes}
-        try:
-            say(f"creating {len(plan.links)} links")
-            mark = time.perf_counter()
-            _create_links(plan, fds)
-            t.links = time.perf_counter() - mark
-        finally:
-            for fd in fds.values():
-                os.close(fd)
-        say("configuring addresses and routes")
-        mark = time.perf_counter()
-        for node in nodes:
-            requests = node_requests(node)
-            t.messages += len(requests)
-            t.routes += len(node.routes)
-            errors = sockets[node.name].send_batch(requests)
-            if errors:
-                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                raise LabError(f"in {node.ns}: {errors[0]}{more}")
-        t.config = time.perf_counter() - mark
-    finally:
-        for sock in sockets.values():
-            sock.close()
+    say(f"creating {len(plan.links)} links")
+    mark = time.perf_counter()
+    _create_links(plan)
+    t.links = time.perf_counter() - mark
+    say("configuring addresses and routes")
+    mark = time.perf_counter()
+    t.messages, t.routes = _configure(nodes)
+    t.config = time.perf_counter() - mark
     mark = time.perf_counter()
     _apply_tc(plan)
     t.tc = time.perf_counter() - mark
@@ -112,69 +101,147 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     return t
 
 
-def _create_namespaces(
-    plan: LabPlan, nodes: list[NodePlan], state_dir: str
-) -> dict[str, nlwire.RtnlSocket]:
-    """In one worker thread: each namespace, its sysctls and its netlink socket."""
-    sysctls = list(plan.sysctls.items())
-    cancel = threading.Event()
+def workers(count: int) -> int:
+    """Worker threads for `count` namespaces: one per core (the kernel work of one overlaps
+    the Python of another; more only contend for the kernel's locks), none idle."""
+    return max(1, min(count // 16 or 1, os.cpu_count() or 1, 8))
 
-    def work() -> dict[str, nlwire.RtnlSocket]:
-        ledger = Ledger(state_dir)  # the thread's own connection
-        sockets: dict[str, nlwire.RtnlSocket] = {}
+
+def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> list[R]:
+    """fn over interleaved shares of items, each share in its own thread (which may setns
+    and unshare freely). If the caller is interrupted while waiting (Ctrl-C), the workers
+    are told to stop and waited for, so nothing is created behind the clean-up's back."""
+    count = workers(len(items))
+    cancel = threading.Event()
+    results: list[R | None] = [None] * count
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
         try:
-            for node in nodes:
+            results[i] = fn(items[i::count], cancel)
+        except BaseException as exc:  # re-raised in the caller
+            errors.append(exc)
+            cancel.set()
+
+    threads = [threading.Thread(target=run, args=(i,), name="netrig-build") for i in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    except BaseException:
+        cancel.set()
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return results  # type: ignore[return-value]
+
+
+LEDGER_EVERY = 0.05  # s: how often a worker writes the identities of the namespaces it made
+
+
+def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> None:
+    """Each namespace and its sysctls, spread over worker threads. Each worker writes the
+    identities (nsfs inodes) of what it made to the ledger every LEDGER_EVERY seconds; until
+    then the ledger's intent rows name them (trusted by name: the names were free)."""
+    sysctls = list(plan.sysctls.items())
+
+    def work(share: list[NodePlan], cancel: threading.Event) -> None:
+        ledger = Ledger(state_dir)  # the thread's own connection
+        made: dict[str, int] = {}
+        last = time.monotonic()
+        try:
+            for node in share:
                 if cancel.is_set():
                     raise KeyboardInterrupt
                 netns.create_here(node.ns)
-                ledger.created_netns({node.ns: netns.ns_inode(node.ns) or 0})
+                made[node.ns] = netns.ns_inode(node.ns) or 0
                 for key, value in sysctls:
                     try:
                         netns.write_sysctl(key, value)
                     except FileNotFoundError:
                         if "ipv6" not in key:  # IPv6 may be disabled on the host
                             raise
-                sockets[node.name] = nlwire.RtnlSocket()
-        except BaseException:
-            for sock in sockets.values():
-                sock.close()
-            raise
+                if time.monotonic() - last > LEDGER_EVERY:
+                    ledger.created_netns(made)
+                    made, last = {}, time.monotonic()
         finally:
+            if made:
+                ledger.created_netns(made)
             ledger.close()
-        return sockets
 
     try:
-        return netns.run_in_thread(work, cancel)
+        in_workers(nodes, work)
     except OSError as exc:
         raise LabError(f"creating namespaces: {exc}") from exc
 
 
-def _create_links(plan: LabPlan, fds: dict[str, int]) -> None:
-    requests = []
-    for link in plan.links:
-        a_if = plan.nodes[link.a].iface(link.a_iface)
-        b_if = plan.nodes[link.b].iface(link.b_iface)
-        requests.append(
-            nlwire.new_veth(
-                link.a_iface,
-                link.b_iface,
-                ns_fd=fds[link.a],
-                peer_ns_fd=fds[link.b],
-                index=a_if.index,
-                peer_index=b_if.index,
-                mtu=link.mtu,
-                mac=a_if.mac or None,
-                peer_mac=b_if.mac or None,
-                what=f"veth {link.a}:{link.a_iface} – {link.b}:{link.b_iface}",
-            )
-        )
+LINKS_PER_BATCH = 512  # veth pairs per batch; bounds the namespace descriptors held open
+
+
+def _create_links(plan: LabPlan) -> None:
+    """Every veth pair, both ends born in their namespaces, from one host socket."""
     with nlwire.RtnlSocket() as sock:
-        errors = sock.send_batch(requests)
-    if errors:
-        raise LabError(
-            f"creating links: {errors[0]}"
-            + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
-        )
+        for first in range(0, len(plan.links), LINKS_PER_BATCH):
+            links = plan.links[first : first + LINKS_PER_BATCH]
+            fds: dict[str, int] = {}
+            try:
+                for link in links:
+                    for name in (link.a, link.b):
+                        if name not in fds:
+                            fds[name] = netns.open_fd(plan.nodes[name].ns)
+                errors = sock.send_batch([_veth(plan, link, fds) for link in links])
+            finally:
+                for fd in fds.values():
+                    os.close(fd)
+            if errors:
+                raise LabError(
+                    f"creating links: {errors[0]}"
+                    + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+                )
+
+
+def _veth(plan: LabPlan, link: LinkPlan, fds: dict[str, int]) -> nlwire.Request:
+    a_if = plan.nodes[link.a].iface(link.a_iface)
+    b_if = plan.nodes[link.b].iface(link.b_iface)
+    return nlwire.new_veth(
+        link.a_iface,
+        link.b_iface,
+        ns_fd=fds[link.a],
+        peer_ns_fd=fds[link.b],
+        index=a_if.index,
+        peer_index=b_if.index,
+        mtu=link.mtu,
+        mac=a_if.mac or None,
+        peer_mac=b_if.mac or None,
+        what=f"veth {link.a}:{link.a_iface} – {link.b}:{link.b_iface}",
+    )
+
+
+def _configure(nodes: list[NodePlan]) -> tuple[int, int]:
+    """One batch per namespace (links up, addresses, neighbours, routes), sent from inside
+    it by worker threads, each with its own netlink socket per namespace. Returns the
+    counts of messages and routes."""
+
+    def work(share: list[NodePlan], cancel: threading.Event) -> tuple[int, int]:
+        messages = routes = 0
+        for node in share:
+            if cancel.is_set():
+                raise KeyboardInterrupt
+            requests = node_requests(node)
+            with netns.entered(node.ns), nlwire.RtnlSocket() as sock:
+                errors = sock.send_batch(requests)
+            if errors:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                raise LabError(f"in {node.ns}: {errors[0]}{more}")
+            messages += len(requests)
+            routes += len(node.routes)
+        return messages, routes
+
+    counts = in_workers(nodes, work)
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
 def node_requests(node: NodePlan) -> list[nlwire.Request]:

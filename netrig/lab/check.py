@@ -1,9 +1,13 @@
 """Is the lab usable? Bridge ports settled, and real ICMP echoes between nodes.
 
+`verify` is the check `netrig up` runs. In a lab whose FIBs alone decide where packets go
+(static or ECMP routing, hosts only) it proves every promised pair from the kernels'
+tables and pings every link and a sample of pairs (netrig.lab.fibcheck); elsewhere, or with
+`reachability: all`, it pings the pairs themselves.
+
 The echoes are sent in-process from one raw socket per namespace (opened inside it by a
 worker thread), all at once, and answered by the kernels of the target nodes; missing
 answers are retried, so the first packets that wait for ARP do not count as failures.
-A 100-node all-pairs check is ~10^4 echoes and takes a fraction of a second.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import socket
 import struct
 import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
@@ -31,15 +35,66 @@ IFLA_BRPORT_STATE = 1
 BR_STATE_LISTENING, BR_STATE_LEARNING = 1, 2
 
 
+MAX_SOCKET_SOURCES = 2000  # namespaces pinged from at once (two sockets each)
+
+
 @dataclass
 class CheckResult:
     pairs: int
     failed: list[tuple[str, str, str]]  # (source node, target node, target address)
     seconds: float
+    method: str = "ping"  # ping: every pair pinged | fib: proven from the FIBs + echoes
+    echoes: int = 0  # echo requests that had to be answered
+    reasons: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    def describe(self, limit: int = 5) -> str:
+        """The first failures, each with why when the FIB walk knows."""
+        shown = []
+        for pair in self.failed[:limit]:
+            src, dst, addr = pair
+            why = self.reasons.get(pair)
+            shown.append(f"{src}→{dst} ({addr})" + (f": {why}" if why else ""))
+        more = len(self.failed) - limit
+        return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
+    """The check `up` runs: `all` pings every promised pair; `auto` and `sample` prove
+    every promised pair from the FIBs where that is complete (see fibcheck.eligible),
+    else `auto` pings all pairs up to AUTO_ALL_PAIRS_MAX nodes and `sample` a sample."""
+    from netrig.lab import fibcheck
+
+    if mode in ("auto", "sample") and fibcheck.eligible(plan) and len(plan.nodes) > 1:
+        return prove(plan, timeout)
+    pairs = check_pairs(plan, mode)
+    result = ping_pairs(plan, pairs, timeout)
+    result.echoes = len(pairs)
+    return result
+
+
+def prove(plan: LabPlan, timeout: float) -> CheckResult:
+    """Every link and a sample of pairs pinged (which also waits for carriers), then every
+    promised pair walked through the FIBs the kernels hold."""
+    from netrig.lab import fibcheck
+
+    start = time.perf_counter()
+    hosts = [n.name for n in plan.nodes.values()]
+    promised = fibcheck.planned_hops(plan, hosts)
+    echoes = fibcheck.link_pairs(plan) + fibcheck.sample_pairs(plan, promised=promised)
+    kernels = fibcheck.read_kernels(plan)  # first: reading a link applies its carrier
+    pinged = ping_pairs(plan, echoes, timeout)
+    proof = fibcheck.prove(plan, kernels, promised)
+    reasons = dict(proof.reasons)
+    for pair in pinged.failed:
+        reasons.setdefault(pair, "no echo reply")
+    failed = sorted(set(pinged.failed) | set(proof.failed))
+    return CheckResult(
+        proof.pairs, failed, time.perf_counter() - start, "fib", len(echoes), reasons
+    )
 
 
 def wait_bridges(plan: LabPlan, timeout: float) -> list[str]:
@@ -84,31 +139,34 @@ def wait_carrier(plan: LabPlan, timeout: float) -> list[str]:
                for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
     bridged = {n.ns for n in plan.nodes.values() if n.bridge and not n.bridge.stp}
     deadline = time.monotonic() + timeout
-    while waiting:
-        for ns in list(waiting):
-            ready = netns.in_netns(ns, lambda ns=ns: _ready_ports(ns in bridged))
-            waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
-            if not waiting[ns]:
-                del waiting[ns]
-        if not waiting or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
+
+    def poll() -> None:  # one thread visits every namespace
+        while waiting:
+            for ns in list(waiting):
+                with netns.entered(ns):
+                    ready = _ready_ports(ns in bridged, list(waiting[ns]))
+                waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
+                if not waiting[ns]:
+                    del waiting[ns]
+            if not waiting or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+
+    netns.run_in_thread(poll)
     return [label for ports in waiting.values() for label in ports.values()]
 
 
-def _ready_ports(bridged: bool) -> set[int]:
-    """Indexes of the calling thread's namespace's interfaces that are running (and, in a
-    bridge's namespace, whose bridge port forwards)."""
+def _ready_ports(bridged: bool, indexes: list[int]) -> set[int]:
+    """Which of these interfaces of the calling thread's namespace are running (and, in a
+    bridge's namespace, whose bridge port forwards). Asked by index, which applies a
+    pending carrier change first (see fibcheck.running)."""
+    from netrig.lab.fibcheck import running as running_of
+
     with nlwire.RtnlSocket() as sock:
-        replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo())
+        running = running_of(sock, indexes)
         ports = sock.request(
             nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo(family=AF_BRIDGE)
         ) if bridged else []  # fmt: skip
-    running = set()
-    for _mtype, payload in replies:
-        _family, _type, index, flags = struct.unpack_from("=BxHiI", payload)
-        if flags & IFF_RUNNING:
-            running.add(index)
     if not bridged:
         return running
     forwarding = set()
@@ -180,6 +238,13 @@ def ping_pairs(
 ) -> CheckResult:
     start = time.perf_counter()
     sources = sorted({p[0] for p in pairs})
+    if len(sources) > MAX_SOCKET_SOURCES:  # bounded file descriptors: groups of sources
+        failed: list[tuple[str, str, str]] = []
+        for first in range(0, len(sources), MAX_SOCKET_SOURCES):
+            group = set(sources[first : first + MAX_SOCKET_SOURCES])
+            part = [p for p in pairs if p[0] in group]
+            failed += ping_pairs(plan, part, timeout, retry).failed
+        return CheckResult(len(pairs), sorted(failed), time.perf_counter() - start)
     families = {6 if ":" in p[2] else 4 for p in pairs}
 
     def open_sockets() -> dict[tuple[str, int], socket.socket]:
@@ -205,6 +270,10 @@ def ping_pairs(
 
     socks = netns.run_in_thread(open_sockets)
     ident = os.getpid() & 0xFFFF
+    by_fd = {s.fileno(): (key, s) for key, s in socks.items()}
+    poller = select.poll()
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN)
     counters: dict[str, int] = {}
     outstanding: dict[tuple[str, int], tuple[str, str, str]] = {}
     for pair in pairs:  # sequence numbers count per source, so (source, seq) is unique
@@ -224,7 +293,7 @@ def ping_pairs(
                     with suppress(OSError):  # e.g. ENETUNREACH: stays outstanding, reported
                         socks[(src, fam)].sendto(_echo(fam, ident, seq), (addr, 0))
                 window = {key for key, _ in chunk}
-                _collect(socks, outstanding, ident, retry, window)
+                _collect(by_fd, poller, outstanding, ident, retry, window)
                 if time.monotonic() > deadline:
                     break
             retry = min(retry * 2, 1.0)
@@ -253,17 +322,14 @@ def _checksum(data: bytes) -> int:
 
 
 def _collect(
-    socks: dict[tuple[str, int], socket.socket],
+    by_fd: dict[int, tuple[tuple[str, int], socket.socket]],
+    poller: select.poll,
     outstanding: dict[tuple[str, int], tuple[str, str, str]],
     ident: int,
     wait: float,
     window: set[tuple[str, int]],
 ) -> None:
     """Read echo replies until the window is answered or `wait` seconds have passed."""
-    by_fd = {s.fileno(): (key, s) for key, s in socks.items()}
-    poller = select.poll()
-    for fd in by_fd:
-        poller.register(fd, select.POLLIN)
     deadline = time.monotonic() + wait
     while window & outstanding.keys():
         left = deadline - time.monotonic()

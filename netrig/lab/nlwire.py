@@ -84,7 +84,22 @@ def attr_str(kind: int, value: str) -> bytes:
     return attr(kind, value.encode() + b"\0")
 
 
+_PACKED: dict[str, bytes] = {}
+
+
 def addr_bytes(addr: str | IPv4Address | IPv6Address) -> bytes:
+    """An address in network byte order (text is parsed by inet_pton and remembered: a lab
+    names the same gateways and sources thousands of times)."""
+    if isinstance(addr, str):
+        packed = _PACKED.get(addr)
+        if packed is None:
+            try:
+                packed = socket.inet_pton(socket.AF_INET6 if ":" in addr else socket.AF_INET, addr)
+            except OSError:
+                raise ValueError(f"{addr!r} is not an IP address") from None
+            if len(_PACKED) < 1 << 16:
+                _PACKED[addr] = packed
+        return packed
     return ip_address(addr).packed
 
 

@@ -13,8 +13,9 @@ win by longest-prefix match anyway). Unused address space is never routed.
 from __future__ import annotations
 
 import heapq
+import socket
 from collections import defaultdict
-from ipaddress import ip_address, ip_network
+from ipaddress import ip_network
 
 import numpy as np
 
@@ -36,29 +37,173 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cols.append(n_h + k)
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
-    dist = distances(n_h, n_v, rows, cols, weights)
-
-    dest_prefixes = _destination_prefixes(plan, hosts, nets)
+    rows_of = _distance_rows(n_h, n_v, rows, cols, weights)
+    spans = _Spans(_destination_prefixes(plan, hosts, nets))
+    host_plans = plan.hosts()
     routes: dict[str, list[RoutePlan]] = {}
-    for s, name in enumerate(hosts):
-        node = plan.nodes[name]
-        gateways: list[tuple[int, NetworkPlan, str, int]] = []  # (v, net, port, cost)
-        for k, cost in adjacency[s]:
-            net = nets[k]
-            port = next(p for n, p in net.members if n == name)
-            for member, _ in net.members:
-                if member != name:
-                    gateways.append((h_index[member], net, port, 2 * cost))
-        if not gateways:
+    for chunk in range(0, n_h, DIST_CHUNK):
+        sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
+        gateways_of: dict[int, list[tuple[int, NetworkPlan, str, int]]] = {}
+        for s in sources:
+            name = hosts[s]
+            gateways: list[tuple[int, NetworkPlan, str, int]] = []  # (v, net, port, cost)
+            for k, cost in adjacency[s]:
+                net = nets[k]
+                port = next(p for n, p in net.members if n == name)
+                for member, _ in net.members:
+                    if member != name:
+                        gateways.append((h_index[member], net, port, 2 * cost))
+            gateways_of[s] = gateways
+        needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
+        dist = rows_of(needed)
+        row = {v: i for i, v in enumerate(needed)}
+        for s in sources:
+            name, gateways = hosts[s], gateways_of[s]
+            if not gateways:
+                routes[name] = []
+                continue
+            cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
+            best = dist[row[s]]
+            hit = np.isclose(cand, best) & np.isfinite(best)
+            connected = [n_h + k for k, _ in adjacency[s]]
+            key = _destination_keys(hit, s, connected, multipath, spans.order)
+            node = plan.nodes[name]
             routes[name] = []
-            continue
-        cand = np.stack([dist[v] + c for v, _, _, c in gateways])
-        best = dist[s]
-        hit = np.isclose(cand, best) & np.isfinite(best)
-        connected = {n_h + k for k, _ in adjacency[s]}
-        groups = _group_destinations(hit, n_v, s, connected, multipath)
-        routes[name] = _aggregate(plan, node.name, groups, gateways, dest_prefixes, connected, s)
+            for version, lo, hi, choice in spans.runs(key):
+                routes[name] += _run_routes(
+                    version, lo, hi, choice, multipath, gateways, node, host_plans
+                )
     return routes
+
+
+DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)
+WILD, NONE = -1, -2  # destination keys: covered by the node itself / not routed
+
+
+def _distance_rows(  # type: ignore[no-untyped-def]
+    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int]
+):
+    """A function: host indexes → their distance rows to every vertex. Small labs compute
+    every row at once; large ones only the rows asked for (scipy's C Dijkstra)."""
+    if n_v < SCIPY_FROM_VERTICES:
+        full = distances(n_h, n_v, rows, cols, weights)
+        return lambda which: full[which]
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
+    return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
+
+
+def _destination_keys(
+    hit: np.ndarray,
+    s: int,
+    connected: list[int],
+    multipath: bool,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per destination vertex: the next-hop choice (a gateway's position, or for ECMP the
+    bit set of them), WILD for the node's own and connected vertices, NONE if unreachable."""
+    reachable = hit.any(axis=0)
+    if multipath:
+        bits = (1 << np.arange(hit.shape[0], dtype=np.int64))[:, None]
+        key = (hit.astype(np.int64) * bits).sum(axis=0)
+    else:
+        key = hit.argmax(axis=0).astype(np.int64)
+        if order is not None and hit.shape[0] > 1:
+            _fewest_runs(hit, key, order, s, connected)
+    key = np.where(reachable, key, NONE)
+    key[s] = WILD
+    key[connected] = WILD
+    return key
+
+
+def _fewest_runs(
+    hit: np.ndarray, key: np.ndarray, order: np.ndarray, s: int, connected: list[int]
+) -> None:
+    """Choose among equal-cost gateways so that destinations in address order change
+    gateway as seldom as possible (fewest routes after aggregation): from each point, the
+    gateway that stays a shortest way furthest ahead (greedy, which is optimal for this).
+    On a 100x100 grid the first gateway in link order splits every row of destinations;
+    this sends whole rows one way."""
+    allowed = hit[:, order]
+    own = np.zeros(hit.shape[1], bool)
+    own[s] = True
+    own[connected] = True
+    allowed |= own[order][None, :]
+    length = allowed.shape[1]
+    positions = np.arange(length)
+    reach = np.empty(allowed.shape, dtype=np.int64)
+    for g in range(allowed.shape[0]):
+        stop = np.where(allowed[g], length, positions)
+        reach[g] = np.minimum.accumulate(stop[::-1])[::-1]
+    best = reach.argmax(axis=0)
+    i = 0
+    while i < length:
+        g = int(best[i])
+        end = int(reach[g, i])
+        if end == i:  # nothing reaches it: unreachable
+            i += 1
+            continue
+        key[order[i:end]] = g
+        i = end
+
+
+class _Spans:
+    """Every destination's address spans per family, in address order (the same for every
+    source); `runs` merges them for one source's next-hop choices, exactly: adjacent spans
+    with the same choice, bridged by spans the node covers itself (WILD), never across
+    unused or unrouted address space."""
+
+    def __init__(self, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
+        self.families = []
+        self.order: np.ndarray | None = None  # destination vertices in the first family's order
+        for version in (4, 6):
+            items = sorted(
+                (lo, hi, vertex)
+                for vertex, spans in enumerate(dest_prefixes)
+                for v, lo, hi in spans
+                if v == version
+            )
+            if not items:
+                continue
+            lo = [x[0] for x in items]
+            hi = [x[1] for x in items]
+            vertex = np.array([x[2] for x in items], np.int64)
+            adjacent = np.array([False] + [lo[i] == hi[i - 1] + 1 for i in range(1, len(lo))])
+            self.families.append((version, lo, hi, vertex, adjacent))
+            if self.order is None:
+                self.order = vertex
+
+    def runs(self, key: np.ndarray) -> list[tuple[int, int, int, int]]:
+        """(version, first address, last address, choice) of each route-to-be."""
+        out = []
+        for version, lo, hi, vertex, adjacent in self.families:
+            k = key[vertex]
+            idx = np.flatnonzero(k != NONE)
+            if not len(idx):
+                continue
+            kk = k[idx]
+            pos = np.arange(len(idx))
+            seg_start = np.ones(len(idx), bool)
+            seg_start[1:] = ~adjacent[idx[1:]] | (idx[1:] != idx[:-1] + 1)
+            # the choice in force at each span: the last non-WILD one since its segment began
+            marker = np.where((kk != WILD) | seg_start, pos, 0)
+            last = np.maximum.accumulate(marker)
+            held = kk[last]
+            start = seg_start.copy()
+            start[1:] |= (kk[1:] != WILD) & (held[:-1] != WILD) & (held[:-1] != kk[1:])
+            run = np.cumsum(start) - 1
+            keyed = np.flatnonzero(kk != WILD)
+            if not len(keyed):
+                continue
+            run_of = run[keyed]
+            firsts = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
+            lasts = np.r_[firsts[1:] - 1, len(keyed) - 1]
+            for first, final in zip(firsts.tolist(), lasts.tolist(), strict=True):
+                a, b = int(idx[keyed[first]]), int(idx[keyed[final]])
+                out.append((version, lo[a], hi[b], int(kk[keyed[first]])))
+        return out
 
 
 SCIPY_FROM_VERTICES = 400
@@ -98,28 +243,6 @@ def distances(
     return dist
 
 
-def _group_destinations(
-    hit: np.ndarray, n_v: int, s: int, connected: set[int], multipath: bool
-) -> dict[int | tuple[int, ...], list[int]]:
-    """Destination vertices per next-hop choice (first gateway, or the set for ECMP)."""
-    reachable = hit.any(axis=0)
-    groups: dict[int | tuple[int, ...], list[int]] = defaultdict(list)
-    if multipath:
-        for t in np.nonzero(reachable)[0]:
-            t = int(t)
-            if t == s or t in connected:
-                continue
-            groups[tuple(int(j) for j in np.nonzero(hit[:, t])[0])].append(t)
-    else:
-        first = hit.argmax(axis=0)
-        for t in np.nonzero(reachable)[0]:
-            t = int(t)
-            if t == s or t in connected:
-                continue
-            groups[int(first[t])].append(t)
-    return groups
-
-
 def _destination_prefixes(
     plan: LabPlan, hosts: list[str], nets: list[NetworkPlan]
 ) -> list[list[tuple[int, int, int]]]:
@@ -137,58 +260,16 @@ def _span(cidr: str) -> tuple[int, int, int]:
     return net.version, int(net.network_address), int(net.broadcast_address)
 
 
-def _aggregate(
-    plan: LabPlan,
-    name: str,
-    groups: dict[int | tuple[int, ...], list[int]],
-    gateways: list[tuple[int, NetworkPlan, str, int]],
-    dest_prefixes: list[list[tuple[int, int, int]]],
-    connected: set[int],
-    s: int,
+def _run_routes(  # type: ignore[no-untyped-def]
+    version: int, lo: int, hi: int, choice: int, multipath: bool, gateways, node, hosts
 ) -> list[RoutePlan]:
-    node = plan.nodes[name]
-    hosts = plan.hosts()
-    # spans the node covers itself: its loopbacks and connected subnets (key None = wildcard)
-    spans: dict[int, list[tuple[int, int, object]]] = {4: [], 6: []}
-    for vertex in (s, *connected):
-        for version, lo, hi in dest_prefixes[vertex]:
-            spans[version].append((lo, hi, None))
-    for key, dests in groups.items():
-        for t in dests:
-            for version, lo, hi in dest_prefixes[t]:
-                spans[version].append((lo, hi, key))
-    routes: list[RoutePlan] = []
-    for version, items in spans.items():
-        items.sort(key=lambda x: (x[0], x[1]))
-        run: list[tuple[int, int, object]] = []
-        run_key: object = None
-        for lo, hi, key in items:
-            if run and lo == run[-1][1] + 1 and (key is None or run_key is None or key == run_key):
-                run.append((lo, hi, key))
-                run_key = run_key if key is None else key
-                continue
-            if run:
-                routes += _run_routes(run, version, gateways, node, hosts)
-            run, run_key = [(lo, hi, key)], key
-        if run:
-            routes += _run_routes(run, version, gateways, node, hosts)
-    return routes
-
-
-def _run_routes(run, version, gateways, node, hosts) -> list[RoutePlan]:  # type: ignore[no-untyped-def]
-    while run and run[0][2] is None:
-        run = run[1:]
-    while run and run[-1][2] is None:
-        run = run[:-1]
-    if not run:
-        return []
-    key = next(k for _, _, k in run if k is not None)
-    idx = key if isinstance(key, tuple) else (key,)
+    """The fewest prefixes covering [lo, hi], via the chosen gateway (its position, or for
+    ECMP the bit set of positions)."""
+    idx = [j for j in range(len(gateways)) if choice >> j & 1] if multipath else [choice]
     nexthops = []
     for j in idx:
         v, net, port, _ = gateways[j]
-        gw_node = hosts[v]
-        gw = _port_address(gw_node, net, version)
+        gw = _port_address(hosts[v], net, version)
         if gw is None:
             return []
         ifindex = (
@@ -199,9 +280,16 @@ def _run_routes(run, version, gateways, node, hosts) -> list[RoutePlan]:  # type
         nexthops.append((gw, ifindex))
     bits = 32 if version == 4 else 128
     return [
-        RoutePlan(f"{ip_address(start)}/{bits - size_log}", nexthops)
-        for start, size_log in _range_to_cidrs(run[0][0], run[-1][1])
+        RoutePlan(f"{_text(start, version)}/{bits - size_log}", nexthops)
+        for start, size_log in _range_to_cidrs(lo, hi)
     ]
+
+
+def _text(addr: int, version: int) -> str:
+    """An address as ipaddress writes it (inet_ntop is the same for these, and faster)."""
+    if version == 4:
+        return socket.inet_ntop(socket.AF_INET, addr.to_bytes(4, "big"))
+    return socket.inet_ntop(socket.AF_INET6, addr.to_bytes(16, "big"))
 
 
 def _port_address(gw_node, net: NetworkPlan, version: int) -> str | None:  # type: ignore[no-untyped-def]
@@ -213,7 +301,7 @@ def _port_address(gw_node, net: NetworkPlan, version: int) -> str | None:  # typ
     )
     for cidr in cidrs:
         addr = cidr.split("/")[0]
-        if ip_address(addr).version == version:
+        if (":" in addr) == (version == 6):
             return addr
     return None
 

@@ -169,14 +169,11 @@ class Lab(LabRuntime):
         if check_reachability and self.plan.reachability != "none":
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
-            pairs = check.check_pairs(self.plan, self.plan.reachability)
-            say(f"checking reachability ({len(pairs)} pairs)")
-            result = check.ping_pairs(self.plan, pairs, timeout)
+            say("checking reachability")
+            result = check.verify(self.plan, self.plan.reachability, timeout)
             self.check_result = result
             if result.failed:
-                shown = ", ".join(f"{s}→{d} ({a})" for s, d, a in result.failed[:5])
-                more = f" and {len(result.failed) - 5} more" if len(result.failed) > 5 else ""
-                raise LabError(f"unreachable after {timeout:g} s: {shown}{more}")
+                raise LabError(f"unreachable after {timeout:g} s: {result.describe()}")
         if self.timings:
             self.timings.extra["usable"] = time.perf_counter() - start
 

@@ -1,0 +1,151 @@
+"""The FIB-walk check (netrig.lab.fibcheck): it passes exactly when pinging every pair would,
+and fails, naming the cause, when a route, a forwarding switch or a link is broken."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from netrig.lab import check, fibcheck
+from netrig.rig import Lab
+from netrig.rig.prepare import load_text, plan_lab
+from tests.conftest import netrig_cli, requires_root
+
+
+def ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+def gateway_routes(lab: Lab, node: str, family: str = "-4") -> list[str]:
+    out = ip(family, "-n", lab.plan.nodes[node].ns, "route")
+    return [line.split()[0] for line in out.splitlines() if " via " in line]
+
+
+def covering(lab: Lab, node: str, addr: str) -> str:
+    """The destination of `node`'s route that carries packets to addr."""
+    family = "-6" if ":" in addr else "-4"
+    out = ip(family, "-n", lab.plan.nodes[node].ns, "route", "get", addr)
+    via = out.split()[2]
+    for line in ip(family, "-n", lab.plan.nodes[node].ns, "route").splitlines():
+        if f"via {via} " in line + " ":
+            dst = line.split()[0]
+            if _contains(dst, addr):
+                return dst
+    raise AssertionError(f"no route to {addr} in {node}")
+
+
+def _contains(cidr: str, addr: str) -> bool:
+    from ipaddress import ip_address, ip_network
+
+    return ip_address(addr) in ip_network(cidr, strict=False)
+
+
+def everything_pinged(lab: Lab) -> set[tuple[str, str, str]]:
+    pairs = check.check_pairs(lab.plan, "all")
+    return set(check.ping_pairs(lab.plan, pairs, 1.0).failed)
+
+
+@requires_root
+def test_a_healthy_lab_is_proven_with_few_echoes(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
+    result = lab.check_result
+    assert result is not None and result.ok and result.method == "fib"
+    every = check.check_pairs(lab.plan, "all")
+    assert result.pairs == len(every) == 20 * 19 * 2  # every pair, both families, proven
+    assert result.echoes == len(lab.plan.links) * 2 + 20 * 2  # each link, a sample of pairs
+    assert everything_pinged(lab) == set()
+
+
+@requires_root
+def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
+    for node, family in (("n7", "-4"), ("n13", "-6")):
+        victim = gateway_routes(lab, node, family)[2]
+        ip(family, "-n", lab.plan.nodes[node].ns, "route", "del", victim)
+        result = check.verify(lab.plan, "auto", 1.0)
+        assert not result.ok
+        assert set(result.failed) == everything_pinged(lab)
+        assert any(f"{node} has no usable route" in why for why in result.reasons.values())
+        assert "has no usable route" in result.describe()
+
+
+@requires_root
+def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 4}})
+    ns = lab.plan.nodes["n2"].ns
+    subprocess.run(
+        ["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=0"], check=True
+    )
+    result = check.verify(lab.plan, "auto", 1.0)
+    assert not result.ok
+    assert ("n1", "n3", lab.addr("n3", 6)) in result.failed
+    assert ("n1", "n2", lab.addr("n2", 6)) not in result.failed  # n2 itself still answers
+    assert all(":" in addr for _s, _d, addr in result.failed)  # IPv4 still forwards
+    assert "n2 does not forward IPv6" in result.describe(limit=50)
+    assert set(result.failed) == everything_pinged(lab)
+
+
+@requires_root
+def test_a_link_down_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 6}})
+    toward_n5 = next(i.name for i in lab.plan.nodes["n4"].ifaces if i.peer == "n5")
+    ip("-n", lab.plan.nodes["n4"].ns, "link", "set", toward_n5, "down")
+    result = check.verify(lab.plan, "auto", 0.5)
+    assert not result.ok
+    assert ("n4", "n5", lab.addr("n5", 4)) in result.failed  # pinged across: no reply
+    assert ("n3", "n5", lab.addr("n5", 4)) in result.failed  # and the FIB path is cut
+
+
+@requires_root
+def test_every_branch_of_a_multipath_route_is_walked(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 8}, "routing": {"protocol": "ecmp"}})
+    assert lab.check_result is not None and lab.check_result.method == "fib"
+    # n1 reaches n5 (opposite) over n2…n4 and over n8…n6; cut only the n2 side
+    victim = covering(lab, "n3", lab.addr("n5"))
+    ip("-n", lab.plan.nodes["n3"].ns, "route", "del", victim)
+    result = check.verify(lab.plan, "auto", 0.5)
+    assert ("n1", "n5", lab.addr("n5")) in result.failed  # a flow may hash onto the cut side
+    assert ("n1", "n8", lab.addr("n8")) not in result.failed
+    why = result.reasons[("n1", "n5", lab.addr("n5"))]
+    assert "multipath" in why or "n3 has no usable route" in why
+
+
+@requires_root
+def test_check_sample_on_a_routed_lab_proves_every_pair(tmp_path: Path, lab_name: str) -> None:
+    path = tmp_path / "lab.yaml"
+    path.write_text(
+        f"name: {lab_name}\ntopology: {{kind: grid, rows: 6, cols: 6}}\n"
+        "check: {reachability: sample}\n"
+    )
+    every = check.check_pairs(plan_lab(load_text(path.read_text())), "all")
+    up = netrig_cli("up", "-q", str(path))
+    try:
+        assert up.returncode == 0, up.stderr
+        assert f"{len(every)} pairs reachable" in up.stdout
+    finally:
+        assert netrig_cli("down", lab_name).returncode == 0
+
+
+def test_what_the_fib_walk_covers() -> None:
+    def plan(extra: str) -> object:
+        return plan_lab(load_text(f"name: fc\ntopology: {{kind: ring, nodes: 4}}\n{extra}"))
+
+    assert fibcheck.eligible(plan("routing: {protocol: static}\n"))  # type: ignore[arg-type]
+    assert fibcheck.eligible(plan("routing: {protocol: ecmp}\n"))  # type: ignore[arg-type]
+    switched = "nodes: [{name: sw1, kind: switch}]\nlinks: [{a: n1, b: sw1}, {a: n2, b: sw1}]\n"
+    assert not fibcheck.eligible(plan(switched))  # type: ignore[arg-type]
+    assert not fibcheck.eligible(plan("routing: {protocol: none}\n"))  # type: ignore[arg-type]
+    strict = "sysctls: {net.ipv4.conf.all.rp_filter: 1}\n"  # drops asymmetric paths
+    assert not fibcheck.eligible(plan(strict))  # type: ignore[arg-type]
+
+
+def test_sampled_and_link_pairs_are_promised_and_stable() -> None:
+    text = "name: fc2\ntopology: {kind: ring, nodes: 300}\n"
+    lab_plan = plan_lab(load_text(text))
+    links = fibcheck.link_pairs(lab_plan)
+    assert len(links) == 300 * 2  # one per link and family
+    every = set(check.check_pairs(lab_plan, "all"))
+    sample = fibcheck.sample_pairs(lab_plan)
+    assert len(sample) == 2 * fibcheck.SAMPLE_PAIRS
+    assert set(sample) <= every
+    assert fibcheck.sample_pairs(lab_plan) == sample
