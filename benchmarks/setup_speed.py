@@ -35,7 +35,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-REFERENCE = os.environ.get("NETRIG_REFERENCE", "/work/shared/reference")
+# The two by-hand references, verbatim copies of the project's shared/reference/ (so a
+# fresh clone, as CI makes, has them); NETRIG_REFERENCE points at another copy.
+REFERENCE = os.environ.get(
+    "NETRIG_REFERENCE", os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
+)
 NETRIG = [sys.executable, "-m", "netrig"]
 
 
