@@ -5,6 +5,7 @@
             tunnel and between sampled pairs of nodes on different hosts;
     down:   every host removes its part (all hosts are asked: no state on the client);
     exec:   the command runs on the host that has the node;
+    link:   each end on its host (a cut link: both tunnel ends, then their routes);
     status: each host's labs.
 """
 
@@ -167,6 +168,50 @@ def exec_on(name: str, node: str, argv: list[str], address: str) -> tuple[str, i
             if found is not None:
                 return found
     raise BadInput(f"no host of {address} has node {node!r} of a lab {name!r}")
+
+
+@dataclass
+class LinkChange:
+    ends: list[tuple[str, str]]  # (host, "node:iface")
+    tunnel: bool  # a cut link (a VXLAN tunnel end on each of two hosts)
+
+
+def link(name: str, a: str, b: str, up: bool, address: str) -> LinkChange:
+    """Both ends of the A–B link of lab NAME down (or up again), each on its host."""
+    with connect(address) as client:
+        workers = list(hosts_of(client))
+
+        def on_every_host(step: str) -> list[dict[str, Any]]:
+            futures = [client.submit(parts.link_part, name, a, b, up, step, workers=[w],
+                                     allow_other_workers=False, pure=False) for w in workers]
+            found = [r for r in (_result(f) for f in futures) if r is not None]
+            errors = [r["error"] for r in found if r["error"]]
+            if errors:
+                raise BadInput(errors[0])
+            return found
+
+        done = on_every_host("ends")
+        if not done:
+            raise BadInput(f"no host of {address} has node {a!r} or {b!r} of a lab {name!r}")
+        tunnel = all(r["tunnel"] for r in done)
+        if tunnel and len(done) != 2:
+            raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
+        if up:  # routes only once both ends are up: their nexthops are reachable
+            on_every_host("routes")
+    return LinkChange([(r["host"], end) for r in done for end in r["ends"]], tunnel)
+
+
+def node_addr(name: str, node: str, address: str, family: int = 4) -> str:
+    """The address that stands for NODE of lab NAME (asked of the host that has it)."""
+    with connect(address) as client:
+        futures = [client.submit(parts.addr_part, name, node, family, workers=[w],
+                                 allow_other_workers=False, pure=False)
+                   for w in hosts_of(client)]
+        for found in (_result(f) for f in futures):
+            if found is not None:
+                return str(found)
+    raise BadInput(f"no host of {address} has node {node!r} (with an IPv{family} address) "
+                   f"of a lab {name!r}")
 
 
 def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
