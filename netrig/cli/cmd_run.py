@@ -146,6 +146,10 @@ def run(
     if not dry_run and not cluster:  # --dry-run creates nothing; --cluster's hosts do
         require_root("run")
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
+    if cluster:
+        from netrig.cluster.sweep import refuse_placement
+
+        refuse_placement(file, parse_overrides(overrides))
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
