@@ -161,6 +161,9 @@ def run(
                 from netrig.cluster.sweep import run_on_cluster
 
                 outcome = run_on_cluster(exp, store, cluster, resume=resume, reporter=reporter)
+                import gc
+
+                gc.freeze()  # the command ends soon: no last collection over Dask's objects
             else:
                 outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
             print_summary(

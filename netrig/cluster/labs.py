@@ -33,6 +33,12 @@ class SpreadLab:
     cut: int  # links that are tunnels
     built: list[dict[str, Any]]
     checked: list[str]  # "n1 → n31 (h1 → h2)"
+    check_seconds: float = 0.0
+
+    @property
+    def build_seconds(self) -> float:
+        """The slowest host's build (its part and its tunnels)."""
+        return max((b.get("seconds", {}).get("total", 0.0) for b in self.built), default=0.0)
 
 
 def _result(future: Any) -> Any:
@@ -96,7 +102,9 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
         lab = SpreadLab(plan.name, where, cut, built, [])
         if check:
             try:
+                started = time.monotonic()
                 lab.checked = _check(client, address_of, plan, where)
+                lab.check_seconds = time.monotonic() - started
             except LabError:
                 _down(client, address_of, plan.name)
                 raise
