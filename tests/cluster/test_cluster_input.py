@@ -67,3 +67,17 @@ def test_a_sweep_whose_lab_has_placement_is_refused_at_its_line(tmp_path: Path) 
     done = netrig_cli("run", str(named), "--db", str(tmp_path / "r.db"), "--cluster",
                       "tcp://127.0.0.1:9", timeout=60)
     assert done.returncode == 1 and "cannot reach the cluster scheduler" in done.stderr
+
+
+def test_cluster_ssh_without_asyncssh_names_the_optional_dependency() -> None:
+    """asyncssh is the optional dependency `cluster-ssh`: without it, `netrig cluster ssh`
+    says how to install it (exit 2), before connecting anywhere."""
+    import importlib.util
+
+    if importlib.util.find_spec("asyncssh") is not None:
+        import pytest
+
+        pytest.skip("asyncssh is installed here")
+    done = netrig_cli("cluster", "ssh", "lab1.example.net", "lab2.example.net", timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "pip install asyncssh (netrig's optional dependency cluster-ssh)" in done.stderr
