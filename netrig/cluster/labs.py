@@ -69,6 +69,11 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
             raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
                            f"{', '.join(names)}")
         names = names[:wanted]
+        taken = sorted(h for h, there in _labs(client).items()
+                       if any(lab[0] == plan.name for lab in there))
+        if taken:  # refused before anything is built: a failed build below removes its parts
+            raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
+                           f"changed. `netrig down {plan.name} --cluster {address}` removes it")
         facts = client.get_metadata([FACTS_KEY], default={})
         where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
                                     names)
@@ -94,10 +99,10 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
         for host, future in futures.items():
             try:
                 built.append(future.result())
-            except Exception as exc:  # one host failed: the others' parts must go too
-                errors.append(f"{host}: {exc}")
+            except Exception as exc:  # one host failed (and removed what it had built):
+                errors.append(f"{host}: {exc}")  # the other hosts' parts must go too
         if errors:
-            _down(client, address_of, plan.name)
+            _down(client, {b["host"]: address_of[b["host"]] for b in built}, plan.name)
             raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
         lab = SpreadLab(plan.name, where, cut, built, [])
         if check:
@@ -261,9 +266,13 @@ def node_addr(name: str, node: str, address: str, family: int = 4) -> str:
 def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
     """host → its labs (name, state, nodes)."""
     with connect(address) as client:
-        futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
-                                 pure=False) for addr in hosts_of(client)]
-        return dict(_result(f) for f in futures)
+        return _labs(client)
+
+
+def _labs(client: Any) -> dict[str, list[tuple[str, str, int]]]:
+    futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
+                             pure=False) for addr in hosts_of(client)]
+    return dict(_result(f) for f in futures)
 
 
 def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",

@@ -192,6 +192,9 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
     try:
         labs = _labs_on_hosts()
         assert all(labs[h] == [name] for h in labs)  # every host has a part
+        again = netrig_cli("up", str(path), "--cluster", cluster, timeout=180)
+        assert again.returncode == 2 and "is already up on" in again.stderr, again.stderr
+        assert _labs_on_hosts() == labs  # refused: the running lab is left as it was
         from netrig.rig import Lab
 
         plan = Lab.from_file(str(path)).plan
