@@ -67,17 +67,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = experiment(folder, tag, args.repeat)
         runs = 2 * args.repeat
-        start = time.perf_counter()
+        start, began = time.perf_counter(), time.time()
         netrig("run", path, "--db", os.path.join(folder, "local.db"), "-q")
         local = time.perf_counter() - start
+        local_times = (began, time.time())
 
         address = netrig("cluster", "local", "up", "--hosts", str(args.hosts), "--name",
                          tag).stdout.strip().splitlines()[-1]
         try:
-            start = time.perf_counter()
+            start, began = time.perf_counter(), time.time()
             netrig("run", path, "--db", os.path.join(folder, "cluster.db"), "-q",
                    "--cluster", address)
             spread = time.perf_counter() - start
+            spread_times = (began, time.time())
         finally:
             netrig("cluster", "local", "down", "--name", tag)
         ratio = spread / local
@@ -85,7 +87,38 @@ def main() -> None:
               f"hosts {spread:.1f} s")
         print(f"wall ratio cluster/local: {ratio:.2f} (goal <= {GOAL}: "
               f"{'met' if ratio <= GOAL else 'NOT met'})")
+        print("  where the time goes, locally: "
+              + timeline(os.path.join(folder, "local.db"), *local_times))
+        print("  on the cluster: " + timeline(os.path.join(folder, "cluster.db"), *spread_times))
         ring_and_tunnel(folder, tag, 400 if args.quick else 2000, 2 if args.quick else 5)
+
+
+def timeline(db: str, began: float, ended: float) -> str:
+    """A sweep's wall time split: before the first run (start-up, connecting, the first lab
+    build), the runs (per host: back to back or with gaps between them), and after the last
+    (releasing the labs, exit)."""
+    import itertools
+    import sqlite3
+    from collections import defaultdict
+    from datetime import datetime
+
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT COALESCE(host, ''), started, ended FROM runs").fetchall()
+    per_host: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for host, started, stopped in rows:
+        per_host[host].append((datetime.fromisoformat(started).timestamp(),
+                               datetime.fromisoformat(stopped).timestamp()))
+    gaps, durations = [], []
+    for runs in per_host.values():
+        runs.sort()
+        durations += [e - s for s, e in runs]
+        gaps += [b[0] - a[1] for a, b in itertools.pairwise(runs)]
+    first = min(r[0][0] for r in per_host.values())
+    last = max(r[-1][1] for r in per_host.values())
+    gap = 1000 * sum(gaps) / len(gaps) if gaps else 0.0
+    return (f"{first - began:.2f} s before the first run, {len(durations) // len(per_host)} "
+            f"runs per host of {sum(durations) / len(durations):.3f} s with {gap:.0f} ms "
+            f"between runs, {ended - last:.2f} s after the last")
 
 
 def ring_and_tunnel(folder: str, tag: str, nodes: int, seconds: int) -> None:
@@ -111,9 +144,14 @@ def ring_and_tunnel(folder: str, tag: str, nodes: int, seconds: int) -> None:
         vxlan = iperf3(pair, f"{tag}p", seconds, address)
     finally:
         netrig("cluster", "local", "down", "--name", tag)
+    said = " ".join(up.stdout.split())
+    after_plan = float(said.split(" is up in ", 1)[1].split(" s ", 1)[0])
     print(f"{nodes}-node ring: up on 4 simulated hosts in {spread:.1f} s (goal <= 30 s: "
           f"{'met' if spread <= 30 else 'NOT met'}), on one host {local:.1f} s; "
-          f"{up.stdout.strip().split(';', 1)[1].strip()}")
+          f"{said.split(';', 1)[1].strip()}")
+    print(f"  where the time goes: {spread - after_plan:.1f} s start-up and planning on the "
+          f"client (routes for the whole ring), {after_plan:.1f} s spreading it (parts shipped,"
+          " built side by side, tunnels, pings across)")
     print(f"iperf3 {seconds} s across the link: veth {veth / 1e9:.2f} Gbit/s, VXLAN tunnel "
           f"{vxlan / 1e9:.2f} Gbit/s (ratio tunnel/veth {vxlan / veth:.2f})")
 

@@ -84,7 +84,8 @@ def ssh(hosts: tuple[str, ...], scheduler_port: int, worker_port: int | None,
     """Start a scheduler on the first of HOSTS and a netrig worker on each, over SSH
     (Dask's SSHCluster); print the scheduler address; keep them up until Ctrl-C.
 
-    Each host needs netrig (same version) and root; this machine needs asyncssh.
+    Each host needs netrig (same version) and root; this machine needs asyncssh
+    (pip install 'netrig[cluster-ssh]').
     Open between the hosts: the scheduler port, the worker ports, and UDP 4789.
     """
     from netrig.cluster import ssh as remote

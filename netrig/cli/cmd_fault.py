@@ -21,13 +21,19 @@ from netrig.rig import Lab
 @click.argument("a", shell_complete=complete_node)
 @click.argument("b", shell_complete=complete_node)
 @click.argument("state", type=click.Choice(["down", "up"]))
+@click.option("--cluster", metavar="tcp://HOST:PORT", help="LAB is spread over this Dask "
+              "scheduler's hosts (`netrig up --cluster`): each end on its host.")
 @reports_errors
-def link(lab: str, a: str, b: str, state: str) -> None:
+def link(lab: str, a: str, b: str, state: str, cluster: str | None) -> None:
     """Set the link between nodes A and B of LAB down or up (both of its ends).
 
     Bringing it up restores what the kernel dropped with it (IPv6 addresses, fixed
-    neighbour entries); the routing protocol does the rest.
+    neighbour entries); the routing protocol does the rest. With --cluster, a link
+    between two hosts (a VXLAN tunnel) goes down or up at both of its ends.
     """
+    if cluster:
+        _link_on_cluster(lab, a, b, state, cluster)
+        return
     require_root("link")
     running = Lab.attach(lab)
     started = time.perf_counter()
@@ -37,6 +43,17 @@ def link(lab: str, a: str, b: str, state: str) -> None:
         f"lab {lab}: link {found.a}:{found.a_iface} – {found.b}:{found.b_iface} {state} "
         f"({ms:.1f} ms)"
     )
+
+
+def _link_on_cluster(lab: str, a: str, b: str, state: str, address: str) -> None:
+    from netrig.cluster import labs
+
+    started = time.perf_counter()
+    change = labs.link(lab, a, b, state == "up", address)
+    ms = (time.perf_counter() - started) * 1000
+    ends = " – ".join(f"{end} ({host})" for host, end in change.ends)
+    kind = "VXLAN tunnel" if change.tunnel else "within one host"
+    console.print(f"lab {lab}: link {ends} {state} ({kind}; {ms:.1f} ms)", soft_wrap=True)
 
 
 @cli.command("node")

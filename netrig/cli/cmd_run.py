@@ -148,6 +148,10 @@ def run(
     if not dry_run and not cluster:  # --dry-run creates nothing; --cluster's hosts do
         require_root("run")
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
+    if cluster:
+        from netrig.cluster.sweep import refuse_placement
+
+        refuse_placement(file, parse_overrides(overrides))
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
@@ -159,6 +163,9 @@ def run(
                 from netrig.cluster.sweep import run_on_cluster
 
                 outcome = run_on_cluster(exp, store, cluster, resume=resume, reporter=reporter)
+                import gc
+
+                gc.freeze()  # the command ends soon: no last collection over Dask's objects
             else:
                 outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
             print_summary(

@@ -123,7 +123,8 @@ def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
         f"[green]lab {spread.name} is up[/] in {time.perf_counter() - started:.2f} s on "
         f"{len(per_host)} hosts ({', '.join(f'{h}: {n} nodes' for h, n in per_host.items())}); "
         f"{spread.cut} links are VXLAN tunnels; {len(spread.checked)} pairs across hosts "
-        "reachable",
+        f"reachable (slowest host's build {spread.build_seconds:.2f} s, check "
+        f"{spread.check_seconds:.2f} s)",
         soft_wrap=True,
     )
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import zlib
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -66,6 +67,23 @@ class LabPart:
     # a routing daemon's protocol: the part is built without it, and its daemons start once
     # the tunnels exist, on the nodes as planned (tunnels included)
     daemons: LabPlan | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Shipped with the routes as plain tuples: a 500-node part of a 2,000-node ring has
+        52,000 routes, and unpickling them as dataclasses took twice as long."""
+        state = dict(self.__dict__)
+        nodes = self.plan.nodes
+        state["plan"] = replace(self.plan, nodes={
+            name: replace(node, routes=[]) for name, node in nodes.items()})
+        state["routes"] = {name: [(r.dst, r.nexthops) for r in node.routes]
+                           for name, node in nodes.items() if node.routes}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        routes = state.pop("routes")
+        self.__dict__.update(state)
+        for name, planned in routes.items():
+            self.plan.nodes[name].routes = [RoutePlan(dst, hops) for dst, hops in planned]
 
 
 @dataclass
@@ -168,18 +186,28 @@ def _build(part: LabPart) -> dict[str, Any]:
     if part.tunnels and not config.underlay_addr:
         raise LabError(f"host {config.name} has no underlay address for its tunnels "
                        "(netrig worker --underlay-addr ADDR)")
+    started = time.perf_counter()
     plan = config.localize(part.plan)
     ledger = config.ledger()
     lab = Lab(plan, ledger)
+    seconds: dict[str, float] = {}
     try:
-        lab.up(check_reachability=False)
+        timings = lab.up(check_reachability=False)
+        seconds["lab"] = time.perf_counter() - started
+        seconds.update({k: getattr(timings, k) for k in ("namespaces", "links", "config")})
         try:
+            mark = time.perf_counter()
             for t in part.tunnels:
                 _tunnel(t, plan.nodes[t.node].ns, config.underlay_ns, config.underlay_addr)
             for name in plan.nodes:
                 _configure(plan.nodes[name], part, name)
+            seconds["tunnels"] = time.perf_counter() - mark
             save_json(os.path.join(ledger.lab_dir(plan.name), "tunnels.json"),
                       [asdict(t) for t in part.tunnels])
+            save_json(os.path.join(ledger.lab_dir(plan.name), "deferred.json"), {
+                "routes": {n: [asdict(r) for r in rs] for n, rs in part.deferred_routes.items()},
+                "neighbors": part.deferred_neighbors,
+            })  # what a tunnel brought back up needs again (`netrig link --cluster`)
             if part.daemons is not None:
                 with_tunnels = Lab(config.localize(part.daemons), ledger)
                 with_tunnels.protocol.start(with_tunnels)
@@ -188,7 +216,9 @@ def _build(part: LabPart) -> dict[str, Any]:
             raise
     finally:
         ledger.close()
-    return {"host": config.name, "nodes": len(plan.nodes), "tunnels": len(part.tunnels)}
+    seconds["total"] = time.perf_counter() - started
+    return {"host": config.name, "nodes": len(plan.nodes), "tunnels": len(part.tunnels),
+            "seconds": seconds}
 
 
 def _tunnel(t: Tunnel, ns: str, underlay_ns: str | None, local: str | None) -> None:
@@ -308,3 +338,103 @@ def trace_part(name: str, node: str, dst: str, from_addr: str | None, iif: int |
                 leaving = (t["peer"], t["peer_index"], t["remote_host"])
     return {"host": config.name, "hops": hops, "reached": path.reached,
             "error": None if leaving else path.error, "next": leaving}
+
+
+def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[str, Any] | None:
+    """On every host: this host's ends of the A–B link of lab NAME down or up (None when
+    neither node is here); a link within the host has both ends here, a cut link its
+    tunnel end. Down keeps the routes through the end in the node's folder (the kernel
+    drops them; the plan a host keeps has none); `step="routes"`, once every end is up
+    again, puts them back. {"host", "ends": ["n3:eth1"], "tunnel", "error"}."""
+    from netrig.lab import faults
+    from netrig.plan.events import find_link
+    from netrig.plan.model import UnknownName
+
+    config = current()
+    ledger = Ledger(config.state_dir)
+    try:
+        if ledger.lab(name) is None:
+            return None
+        lab = Lab.attach(name, ledger)
+        here = [n for n in (a, b) if n in lab.plan.nodes]
+        if not here:
+            return None
+        done: dict[str, Any] = {"host": config.name, "ends": [], "error": None,
+                                "tunnel": len(here) == 1}
+        try:
+            deferred = _deferred(ledger.lab_dir(name))
+            ends: list[tuple[str, str, int, list[nlwire.Request]]] = []
+            if len(here) == 2:
+                link = find_link(lab.plan, a, b)
+                for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
+                    index = lab.plan.node(node).iface(ifname).index
+                    ends.append((node, ifname, index, [
+                        nlwire.set_link(index, up=up, what=f"{ifname} of {node}"),
+                        *faults._restore_requests(lab.plan, node, index)]))
+            else:
+                node, peer = here[0], b if here[0] == a else a
+                tunnel = _tunnel_to(ledger.lab_dir(name), node, peer)
+                if tunnel is None:
+                    done["error"] = f"lab {name} has no link {a}–{b}"
+                    return done
+                index = int(tunnel["index"])
+                reqs = [nlwire.set_link(index, up=up, master=tunnel.get("master") if up else None,
+                                        what=f"{tunnel['iface']} of {node}")]
+                for cidr in tunnel["addrs"]:  # what the kernel dropped: IPv6 addresses, ...
+                    addr, plen = cidr.split("/")
+                    reqs.append(nlwire.new_addr(index, addr, int(plen), what=cidr))
+                reqs += [nlwire.new_neighbor(ix, addr, mac, what=f"neighbour {addr}")
+                         for ix, addr, mac in deferred["neighbors"].get(node, []) if ix == index]
+                ends.append((node, tunnel["iface"], index, reqs))
+            done["ends"] = [f"{node}:{ifname}" for node, ifname, _, _ in ends]
+            for node, ifname, index, reqs in ends:
+                if step == "routes":  # kept at down, and the planned ones through a tunnel
+                    routes = [RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]])
+                              for r in deferred["routes"].get(node, [])
+                              if any(ix == index for _, ix in r["nexthops"])]
+                    faults.send(lab, node, faults._saved_routes(lab, node, ifname) +
+                                route_requests(replace(lab.plan.node(node), routes=routes)))
+                elif up:
+                    faults.send(lab, node, reqs)
+                else:
+                    keep = lab.plan.protocol != "none"  # "none" here: no routes, or a daemon's
+                    if keep and not os.path.exists(faults._routes_file(lab, node, ifname)):
+                        faults._save_routes(lab, node, ifname, index)  # not when down twice
+                    faults.send(lab, node, reqs[:1])
+        except (LabError, UnknownName) as exc:  # sent back as text: the client raises it
+            done["error"] = str(exc).strip("'\"")
+        return done
+    finally:
+        ledger.close()
+
+
+def _tunnel_to(lab_dir: str, node: str, peer: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(lab_dir, "tunnels.json")) as fh:
+            tunnels = json.load(fh)
+    except FileNotFoundError:
+        return None
+    return next((t for t in tunnels if t["node"] == node and t["peer"] == peer), None)
+
+
+def _deferred(lab_dir: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(lab_dir, "deferred.json")) as fh:
+            return json.load(fh)  # type: ignore[no-any-return]
+    except FileNotFoundError:  # a part built before netrig wrote it: the tunnels' own only
+        return {"routes": {}, "neighbors": {}}
+
+
+def addr_part(name: str, node: str, family: int) -> str | None:
+    """On every host: NODE's address (as `netrig trace` names a node), if NODE is here."""
+    config = current()
+    ledger = Ledger(config.state_dir)
+    try:
+        if ledger.lab(name) is None:
+            return None
+        plan = Lab.attach(name, ledger).plan
+        return plan.addr(node, family) if node in plan.nodes else None
+    except KeyError:  # UnknownName: the node has no address of that family
+        return None
+    finally:
+        ledger.close()

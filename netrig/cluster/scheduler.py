@@ -17,6 +17,9 @@ import signal
 async def serve(host: str, port: int, scheduler_file: str) -> None:
     from distributed import Scheduler
 
+    from netrig.cluster.host import quiet_dask
+
+    quiet_dask()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,7 +4,8 @@
 
 The first host runs the scheduler (port 8786), every host a `NetrigWorker` (as root: the
 SSH user must be root or the remote Python must run as root). Each remote host needs
-netrig installed (same version as here) and asyncssh here (`pip install asyncssh`).
+netrig installed (same version as here); this machine needs asyncssh, the optional
+dependency `cluster-ssh` (`pip install 'netrig[cluster-ssh]'`).
 Between the hosts open: the scheduler port (TCP 8786), the workers' ports (TCP, chosen
 by Dask; or fix them with --worker-port), and UDP 4789 (VXLAN) for labs across hosts.
 Not tested live here (no other hosts in the test environment): this is a thin wrapper.
@@ -30,13 +31,16 @@ def start(
     ssh_user: str | None = None,
 ) -> Any:
     """An SSHCluster: the scheduler on hosts[0], one netrig worker on every host."""
+    if not hosts:
+        raise BadInput("name at least one host")
     try:
         import asyncssh  # noqa: F401  (SSHCluster needs it)
         from distributed import SSHCluster
     except ImportError:
-        raise BadInput("netrig cluster ssh needs asyncssh: pip install asyncssh") from None
-    if not hosts:
-        raise BadInput("name at least one host")
+        raise BadInput(
+            "netrig cluster ssh needs asyncssh (Dask's SSHCluster starts the workers with it): "
+            "pip install asyncssh (netrig's optional dependency cluster-ssh)"
+        ) from None
     worker_options: dict[str, Any] = {"nthreads": 2}
     if worker_port:
         worker_options["port"] = worker_port

@@ -3,8 +3,10 @@
 The client is the one writer of the results database: workers send each run back (samples,
 outputs, the host's name and facts) and the client stores it when it arrives. Each host has
 its own queue (`blocks.assign`: every host runs every sweep point where it can, in the
-experiment's order), one run in flight per host; a host whose queue is empty takes the last
-run of the longest queue, so no host idles while another has work.
+experiment's order), two runs in flight per host (the second waits on the host for the
+Dask resource, so the host starts it as soon as the first ends, without a round trip to
+the client); a host whose queue is empty takes the last run of the longest queue, so no
+host idles while another has work, and a host left without work releases its lab at once.
 
 A worker that dies mid-run: Dask gives its task to another worker (the task's host is a
 loose restriction), that run is stored once, when it finishes there; the dead host's queue
@@ -50,6 +52,7 @@ class HostResultStore(ResultStore, Protocol):
 
 
 CONNECT_TIMEOUT = 10.0
+IN_FLIGHT = 2  # runs sent to a host at once: the next waits there for the one measured
 RELEASE_TIMEOUT = 120.0
 
 
@@ -61,6 +64,25 @@ def connect(address: str) -> Any:
         return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
+
+
+def refuse_placement(path: str, overrides: Mapping[str, str] | None = None) -> None:
+    """SpecError at the `placement:` of the experiment's lab (file:line:col, exit 2): a sweep
+    on a cluster builds the whole lab on each host it sends a run to; a lab spread over
+    hosts with measurements on the host of their node is not done yet, and quietly
+    building it whole would measure something else than the file asks for."""
+    from netrig.model.experiment import load_experiment_model, substitute_point
+    from netrig.model.problems import Problem, SpecError
+
+    model = load_experiment_model(path, overrides)
+    lab = substitute_point(model, model.points()[0]).lab
+    if isinstance(lab.data, dict) and "placement" in lab.data:
+        raise SpecError([Problem(
+            lab.where(("placement",), key=True),
+            "`netrig run --cluster` does not spread a lab over hosts yet (each run builds the "
+            "whole lab on one host); remove `placement:` to run it so, or build the lab "
+            "with `netrig up FILE --cluster ADDR` and measure by hand (`netrig exec --cluster`)",
+        )])
 
 
 def hosts_of(client: Any) -> dict[str, str]:
@@ -88,9 +110,11 @@ class _Dispatch:
     address_of: dict[str, str]  # host → worker address
     inflight: dict[Any, _Flight] = field(default_factory=dict)
     counter: itertools.count[int] = field(default_factory=itertools.count)
+    releases: dict[str, Any] = field(default_factory=dict)  # host → its release task
 
     def busy(self, host: str) -> bool:
-        return any(f.host == host for f in self.inflight.values())
+        """As many runs in flight as a host is given at once (one measured, one waiting)."""
+        return sum(f.host == host for f in self.inflight.values()) >= IN_FLIGHT
 
     def next_run(self, host: str) -> PlannedRun | None:
         queue = self.queues.get(host)
@@ -116,13 +140,31 @@ class _Dispatch:
         self.inflight[future] = _Flight(host, run)
 
     def fill(self, say: Reporter, exp: ExperimentPlan) -> None:
-        """One run in flight on every host that has none."""
-        for host in self.address_of:
-            if not self.busy(host):
-                run = self.next_run(host)
-                if run is not None:
-                    self.submit(host, run)
-                    say.run_started(exp, run)
+        """IN_FLIGHT runs on every host that has work left; a host that has none (nothing
+        queued, nothing in flight, nothing to take over) releases its lab now, not after
+        the others' last runs."""
+        for _ in range(IN_FLIGHT):
+            for host in self.address_of:
+                if not self.busy(host):
+                    run = self.next_run(host)
+                    if run is not None:
+                        self.releases.pop(host, None)  # given work again (a lost host's)
+                        self.submit(host, run)
+                        say.run_started(exp, run)
+        if any(len(q) > 1 for q in self.queues.values()):
+            return
+        for host, addr in self.address_of.items():
+            idle = not self.queues.get(host) and not any(
+                f.host == host for f in self.inflight.values())
+            if idle and host not in self.releases:
+                self.releases[host] = self.release(host, addr)
+
+    def release(self, host: str, addr: str) -> Any:
+        return self.client.submit(
+            tasks.release, self.sweep, key=f"netrig-release-{self.sweep}-{host}-"
+            f"{next(self.counter)}", workers=[addr], allow_other_workers=False,
+            resources={RESOURCE: 1}, pure=False,
+        )
 
     def lose(self, gone: list[str], say: Reporter) -> None:
         """Hosts that left: their queued runs go to the hosts left."""
@@ -282,9 +324,7 @@ def _finish(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, ou
                 future.cancel()
         dispatch.inflight.clear()
     releases = [
-        client.submit(tasks.release, dispatch.sweep, key=f"netrig-release-{dispatch.sweep}-{h}",
-                      workers=[addr], allow_other_workers=False, resources={RESOURCE: 1},
-                      pure=False)
+        dispatch.releases.get(h) or dispatch.release(h, addr)
         for h, addr in dispatch.address_of.items()
     ]
     try:

@@ -19,7 +19,14 @@ from typing import Any
 from distributed import Worker
 
 from netrig.cluster import tasks
-from netrig.cluster.host import FACTS_KEY, RESOURCE, HostConfig, remove_leftovers, set_current
+from netrig.cluster.host import (
+    FACTS_KEY,
+    RESOURCE,
+    HostConfig,
+    quiet_dask,
+    remove_leftovers,
+    set_current,
+)
 from netrig.host.facts import collect_host_facts
 
 FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
@@ -56,6 +63,7 @@ class NetrigWorker(Worker):
         kwargs.setdefault("dashboard", False)
         kwargs.setdefault("local_directory", os.path.join(self.host_config.state_dir, "dask"))
         set_current(self.host_config)
+        quiet_dask()
         super().__init__(*args, **kwargs)
 
     async def start_unsafe(self) -> NetrigWorker:

@@ -7,7 +7,7 @@ so `exec`, `trace` and `down` work without the original file.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -169,11 +169,12 @@ class LabPlan:
 
     def to_dict(self, with_routes: bool = True) -> dict[str, Any]:
         """The plan as JSON-ready data; `from_dict` reads it back equal (lossless)."""
-        data = asdict(self)
-        if not with_routes:
-            for node in data["nodes"].values():
-                node["routes"] = []
-        return data
+        if with_routes:
+            return asdict(self)
+        # the routes left out before asdict copies them (most of a big static lab's plan)
+        return asdict(replace(self, nodes={
+            name: replace(node, routes=[]) for name, node in self.nodes.items()
+        }))
 
     def to_json(self, with_routes: bool = False) -> str:
         return json.dumps(self.to_dict(with_routes))

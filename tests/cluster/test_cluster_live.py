@@ -192,6 +192,9 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
     try:
         labs = _labs_on_hosts()
         assert all(labs[h] == [name] for h in labs)  # every host has a part
+        again = netrig_cli("up", str(path), "--cluster", cluster, timeout=180)
+        assert again.returncode == 2 and "is already up on" in again.stderr, again.stderr
+        assert _labs_on_hosts() == labs  # refused: the running lab is left as it was
         from netrig.rig import Lab
 
         plan = Lab.from_file(str(path)).plan
@@ -225,6 +228,72 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
     assert all(labs == [] for labs in _labs_on_hosts().values())
 
 
+def _where(name: str) -> dict[str, str]:
+    """node → the simulated host whose namespaces have it."""
+    where = {}
+    names = netns.list_names()
+    for host in sim.status(CLUSTER)[1]:
+        for ns in names:
+            if ns.startswith(host.host.ns_prefix + name + "-"):
+                where[ns.rsplit("-", 1)[1]] = host.host.name
+    return where
+
+
+def _node_state(cluster: str, lab: str, node: str, iface: str) -> tuple[str, str]:
+    """A node's IPv4 routes and the addresses of one of its interfaces."""
+    routes = netrig_cli("exec", lab, node, "--cluster", cluster, "--", "ip", "-4", "route")
+    addrs = netrig_cli("exec", lab, node, "--cluster", cluster, "--", "ip", "-o", "addr",
+                       "show", iface)
+    return routes.stdout, addrs.stdout
+
+
+def test_link_down_and_up_across_hosts_and_within_one(cluster: str, tmp_path: Path) -> None:
+    """`netrig link … --cluster`: a cut link (a tunnel end on each of two hosts) and a link
+    within one host go down (the static route through them breaks) and come back up as
+    they were (addresses, routes); trace names a node as DST."""
+    name = new_lab_name("dl")
+    path = tmp_path / "ring12.yaml"
+    path.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 12}}\n"
+                    "placement: {hosts: 3}\n")
+    done = netrig_cli("up", str(path), "--cluster", cluster, timeout=180)
+    assert done.returncode == 0, done.stderr
+    try:
+        from netrig.rig import Lab
+
+        plan = Lab.from_file(str(path)).plan
+        where = _where(name)
+        cut = next(lk for lk in plan.links if where[lk.a] != where[lk.b])
+        inside = next(lk for lk in plan.links if where[lk.a] == where[lk.b])
+        for link, kind in ((cut, "VXLAN tunnel"), (inside, "within one host")):
+            a, b = link.a, link.b
+            before = _node_state(cluster, name, a, link.a_iface)
+            assert "inet6 2001:2:" in before[1]
+            down = netrig_cli("link", name, a, b, "down", "--cluster", cluster)
+            assert down.returncode == 0, down.stderr
+            assert kind in down.stdout and f"{a}:{link.a_iface} ({where[a]})" in down.stdout
+            ping = netrig_cli("exec", name, a, "--cluster", cluster, "--", "ping", "-c1",
+                              "-W1", plan.addr(b))
+            assert ping.returncode != 0  # static routing: no way round while it is down
+            trace = netrig_cli("trace", name, a, b, "--cluster", cluster)
+            assert trace.returncode == 1 and f"{a} → {b} ({plan.addr(b)})" in trace.stdout
+            up = netrig_cli("link", name, a, b, "up", "--cluster", cluster)
+            assert up.returncode == 0, up.stderr
+            assert _node_state(cluster, name, a, link.a_iface) == before  # routes and addresses (IPv6 too) as they were
+            ping = netrig_cli("exec", name, a, "--cluster", cluster, "--", "ping", "-c1",
+                              "-W2", plan.addr(b))
+            assert ping.returncode == 0, ping.stdout + ping.stderr
+            trace = netrig_cli("trace", name, a, b, "--cluster", cluster)
+            assert trace.returncode == 0 and ": 1 hops" in trace.stdout, trace.stdout
+        wrong = netrig_cli("link", name, cut.a, "n99", "down", "--cluster", cluster)
+        assert wrong.returncode == 2 and "no link" in wrong.stderr
+        count = netrig_cli("trace", name, "n1", "n5", "--count", "4", "--cluster", cluster)
+        assert count.returncode == 2 and "not done yet" in count.stderr
+    finally:
+        down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert [ns for ns in netns.list_names() if name in ns] == []
+
+
 @requires_tool("bird")
 def test_ospf_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Path) -> None:
     name = new_lab_name("do")
@@ -243,6 +312,19 @@ def test_ospf_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Pa
         ping = netrig_cli("exec", name, "n1", "--cluster", cluster, "--", "ping", "-c1",
                           "-W2", plan.addr("n5"))
         assert ping.returncode == 0, ping.stdout
+        # a tunnel down: OSPF finds the way round the ring; up again: the direct way back
+        where = _where(name)
+        cut = next(lk for lk in plan.links if where[lk.a] != where[lk.b])
+        for state, hops in (("down", 8), ("up", 1)):
+            done = netrig_cli("link", name, cut.a, cut.b, state, "--cluster", cluster)
+            assert done.returncode == 0 and "VXLAN tunnel" in done.stdout, done.stderr
+            deadline, trace = time.monotonic() + 60, None
+            while time.monotonic() < deadline:
+                trace = netrig_cli("trace", name, cut.a, cut.b, "--cluster", cluster)
+                if trace.returncode == 0 and f": {hops} hops" in trace.stdout:
+                    break
+                time.sleep(2)
+            assert trace is not None and f": {hops} hops" in trace.stdout, trace.stdout
     finally:
         down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
     assert down.returncode == 0, down.stderr
