@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from typing import IO
+from typing import IO, Any
 
 import click
 from rich.table import Table
@@ -105,14 +105,15 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
         soft_wrap=True,
         highlight=False,
     )
-    console.print(
-        f"host: kernel {facts.get('kernel')}, {facts.get('cpu_model')} "
-        f"({facts.get('cpu_usable')} CPUs usable), netrig {facts.get('netrig_version')}; "
-        f"tools: {json.dumps(facts.get('tool_versions', {}))}",
-        soft_wrap=True,
-        highlight=False,
-    )
     runs = store.runs(e.id)
+    per_host = store.hosts_facts(e.id)  # a cluster experiment: each host's own facts
+    if "cluster" in facts:
+        console.print(f"cluster: {facts['cluster']}", soft_wrap=True, highlight=False)
+    mine = [("host", facts)] if "kernel" in facts else []
+    for label, known in mine + sorted(per_host.items()):
+        console.print(_facts_line(label, known), soft_wrap=True, highlight=False, markup=False)
+    if not mine and not per_host:
+        console.print("host: no facts stored", highlight=False)
     table = Table(title="runs", title_justify="left")
     for column in ("run", "point", "rep", "status", "duration s", "reason"):
         table.add_column(column)
@@ -124,6 +125,16 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
         )
     console.print(table)
     print_summary(store, e.id, "summary", all_metrics)
+
+
+def _facts_line(label: str, facts: dict[str, Any]) -> str:
+    """One host's facts in a line: kernel, CPU, netrig and tool versions."""
+    tools = json.dumps(facts.get("tool_versions", {}))
+    return (
+        f"{label}: kernel {facts.get('kernel', '?')}, {facts.get('cpu_model', '?')} "
+        f"({facts.get('cpu_usable', '?')} CPUs usable), netrig {facts.get('netrig_version', '?')};"
+        f" tools: {tools}"
+    )
 
 
 def _show_run(store: ResultStore, run_id: int) -> None:
@@ -143,6 +154,9 @@ def _show_run(store: ResultStore, run_id: int) -> None:
     )
     if run.reason:
         console.print(f"reason: {run.reason}", soft_wrap=True, highlight=False)
+    if run.host:
+        facts = store.hosts_facts(e.id).get(run.host, {})
+        console.print(_facts_line(f"ran on {run.host}", facts), soft_wrap=True, markup=False)
     samples = store.samples(run.id)
     table = Table(title="summary samples", title_justify="left")
     for column in ("measurement", "metric", "stream", "value", "unit"):

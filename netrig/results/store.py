@@ -424,6 +424,20 @@ class ResultStore:
         ).fetchall()
         return [self._run(row) for row in rows]
 
+    def hosts_facts(self, experiment_id: int) -> dict[str, dict[str, Any]]:
+        """The facts of each cluster host the experiment's runs ran on (netrig run
+        --cluster), by host name; empty for an experiment run on one host."""
+        rows = self._db.execute(
+            "SELECT host, host_facts FROM runs WHERE experiment_id = ? AND host IS NOT NULL"
+            " ORDER BY id",
+            (experiment_id,),
+        ).fetchall()
+        found: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            if row["host"] not in found or not found[row["host"]]:
+                found[row["host"]] = json.loads(row["host_facts"] or "{}")
+        return found
+
     def run(self, run_id: int) -> Run:
         """One run by id; StoreError if there is none."""
         row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -141,6 +141,10 @@ def test_a_sweep_spreads_over_the_hosts_and_comes_back_to_one_db(
     assert export.stdout.splitlines()[0].split(",")[6] == "host"
     stat = netrig_cli("stat", "--experiment", "1", "--by", "host", "-A", "--db", str(db))
     assert stat.returncode in (0, 1) and f"host={CLUSTER}-h2" in stat.stdout
+    show = netrig_cli("results", "show", "1", "--db", str(db)).stdout
+    for host in hosts:  # each host's own facts, not the client's
+        assert f"{host}: kernel {os.uname().release}" in show, show
+    assert "None" not in show.split("runs", 1)[0]
     assert all(labs == [] for labs in _labs_on_hosts().values())  # released after the sweep
 
 
