@@ -52,7 +52,8 @@ def headline_metrics(measurement: str) -> tuple[str, ...] | None:
 def summarize(
     store: ResultStore, experiment_id: int, all_metrics: bool = False
 ) -> list[SummaryRow]:
-    """One row per (sweep point, measurement, metric), points in the order they first ran."""
+    """One row per (sweep point, measurement, metric), points in order of their values
+    (numbers by value): runs spread over hosts, or interleaved, finish in any order."""
     runs = store.runs(experiment_id)
     points: dict[str, dict[str, object]] = {}
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -74,7 +75,7 @@ def summarize(
             units[(name, sample.metric)] = sample.unit
     columns = list(units)  # (measurement, metric) in order of first appearance
     rows = []
-    for key, point in points.items():
+    for key, point in sorted(points.items(), key=lambda item: _point_order(item[1])):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
         shown = False
         for name, metric in columns:
@@ -86,6 +87,17 @@ def summarize(
         if not shown:
             rows.append(_row(point, "", "", "", [], failed, interrupted))
     return rows
+
+
+def _point_order(point: dict[str, object]) -> tuple[tuple[int, float, str], ...]:
+    """Sort key of a sweep point: its values in key order, numbers before text."""
+    key = []
+    for value in point.values():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            key.append((0, float(value), ""))
+        else:
+            key.append((1, 0.0, str(value)))
+    return tuple(key)
 
 
 def _row(

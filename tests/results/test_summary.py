@@ -62,3 +62,15 @@ def test_headline_metrics_and_units() -> None:
     assert scale("ms", 0.05) == (1e-3, "µs")  # as the plots show it
     assert scale("ms", 12.0) == (1.0, "ms")
     assert fmt(None) == "-" and fmt(9.4e9, 1e9) == "9.4"
+
+
+def test_points_are_listed_by_value_whatever_order_they_finished_in(tmp_path: Path) -> None:
+    """Runs spread over cluster hosts (or interleaved) finish in any order."""
+    with ResultStore(tmp_path / "o.db") as store:
+        eid = store.begin_experiment("order", "text", {})
+        for hops in (5, 1, 8, 10):
+            samples = {"iperf3": [Sample("throughput", 1e9 * hops, "bit/s")]}
+            store.record_run(eid, {"hops": hops, "cc": "reno"}, 1, "ok", samples)
+        assert [r.label for r in summarize(store, eid)] == [
+            "hops=1, cc=reno", "hops=5, cc=reno", "hops=8, cc=reno", "hops=10, cc=reno",
+        ]  # fmt: skip
