@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
-from netrig.plan.routes import distances
+from netrig.plan.routes import distances, network_edges
 
 AUTO_ALL_PAIRS_MAX = 128
 SAMPLE_TARGETS = 8
@@ -223,11 +223,7 @@ def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
 
     hosts = [h.name for h in plan.hosts()]
     index = {name: i for i, name in enumerate(hosts)}
-    rows, cols = [], []
-    for k, net in enumerate(plan.networks):
-        for node, _port in net.members:
-            rows.append(index[node])
-            cols.append(len(hosts) + k)
+    rows, cols = network_edges(plan, hosts)
     size = len(hosts) + len(plan.networks)
     dist = distances(len(hosts), size, rows, cols, [1] * len(rows)) / 2
     return {a: {b: dist[i, j] for b, j in index.items()} for a, i in index.items()}

@@ -314,15 +314,11 @@ def _has_family(plan: LabPlan, hosts: list[str], family: int) -> np.ndarray:
 def planned_hops(plan: LabPlan, hosts: list[str]) -> PromiseFn:
     """A function: host indexes → their planned hop counts to every host (rows), from the
     plan's graph (a network counts as one hop). Small labs compute all rows at once."""
-    index = {name: i for i, name in enumerate(hosts)}
-    rows, cols = [], []
-    for k, net in enumerate(plan.networks):
-        for node, _port in net.members:
-            rows.append(index[node])
-            cols.append(len(hosts) + k)
+    from netrig.plan.routes import distances, network_edges
+
+    rows, cols = network_edges(plan, hosts)
     n_v = len(hosts) + len(plan.networks)
     if n_v < 400:
-        from netrig.plan.routes import distances
 
         full = distances(len(hosts), n_v, rows, cols, [1] * len(rows))[:, : len(hosts)] / 2
         return lambda which: full[which]

@@ -316,3 +316,16 @@ def _range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
         out.append((start, size_log))
         start += 1 << size_log
     return out
+
+
+def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
+    """The graph hop counts are taken on: vertex i < len(hosts) is hosts[i], vertex
+    len(hosts) + k is plan.networks[k] (a link or a switched segment: one hop, two edges);
+    one (row, col) per member of each network."""
+    index = {name: i for i, name in enumerate(hosts)}
+    rows, cols = [], []
+    for k, net in enumerate(plan.networks):
+        for node, _port in net.members:
+            rows.append(index[node])
+            cols.append(len(hosts) + k)
+    return rows, cols
