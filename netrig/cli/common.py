@@ -6,15 +6,34 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+class _LazyConsole:
+    """rich's Console, made on first use: a command that prints nothing through it (`--help`,
+    shell completion) does not import rich."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return getattr(self._console, name)
+
+
+console: Console = _LazyConsole(highlight=False)  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True, highlight=False)  # type: ignore[assignment]
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -43,9 +62,7 @@ def reports_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
-        from netrig.lab.build import LabError
-        from netrig.model.load import SpecError
-        from netrig.model.problems import Note
+        from netrig.model.problems import Note, SpecError
         from netrig.model.yamlmarks import YamlSyntaxError
         from netrig.plan.model import UnknownName
 
@@ -61,10 +78,15 @@ def reports_errors(fn: F) -> F:
         except YamlSyntaxError as exc:
             err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
             sys.exit(EXIT_BAD_INPUT)
-        except LabError as exc:
-            fail(str(exc), exc.exit_code)
         except UnknownName as exc:
             fail(str(exc), EXIT_BAD_INPUT)
+        except Exception as exc:
+            # a LabError exists only once the lab core is imported, which `netrig validate`
+            # and `netrig stat` never do: look for it there rather than import it
+            build = sys.modules.get("netrig.lab.build")
+            if build is None or not isinstance(exc, build.LabError):
+                raise
+            fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted; everything this command created was removed", 130)
 
