@@ -29,8 +29,7 @@ LABS = {
         "links: [{a: a, b: sw}, {a: b, b: sw}, {a: c, b: sw}, {a: c, b: d}]"
     ),
     "two islands": (
-        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}]\n"
-        "links: [{a: a, b: b}, {a: c, b: d}]"
+        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}]\nlinks: [{a: a, b: b}, {a: c, b: d}]"
     ),
 }
 
@@ -44,19 +43,34 @@ def plan_of(body: str, protocol: str) -> LabPlan:
 def test_python_and_numpy_next_hops_agree(lab: str, protocol: str) -> None:
     plan = plan_of(LABS[lab], protocol)
     multipath = protocol == "ecmp"
-    by_python = routes_py.python_routes(plan, multipath)
-    by_numpy = routes.compute_routes(plan, multipath)
-    assert by_python == by_numpy
-    assert sum(len(r) for r in by_python.values()) > 0
+    expected = routes.compute_routes(plan, multipath)
+    assert sum(len(r) for r in expected.values()) > 0
+    assert routes_py.compute_routes(plan, multipath) == expected  # next hops in Python
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(routes, "SCIPY_FROM_VERTICES", 0)  # next hops with numpy and scipy
+        assert routes_py.compute_routes(plan, multipath) == expected
 
 
-def test_the_size_picks_the_way(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below SCIPY_FROM_VERTICES vertices the plan never touches numpy; from there on it does."""
-    plan = plan_of(LABS["grid"], "static")
-    calls: list[str] = []
-    monkeypatch.setattr(routes_py, "python_routes", lambda p, m: calls.append("python") or {})
-    monkeypatch.setattr(routes, "compute_routes", lambda p, m: calls.append("numpy") or {})
-    routes_py.compute_routes(plan, False)
-    monkeypatch.setattr(routes, "SCIPY_FROM_VERTICES", 10)
-    routes_py.compute_routes(plan, False)
-    assert calls == ["python", "numpy"]
+def test_large_distances_pick_next_hops_as_numpy_does() -> None:
+    """Beyond 10**5 numpy.isclose holds for distances 1 apart; the Python way says the same."""
+    body = "topology: {kind: ring, nodes: 6}\nlink_defaults: {cost: 60000}"
+    for protocol in ("static", "ecmp"):
+        plan = plan_of(body, protocol)
+        expected = routes.compute_routes(plan, protocol == "ecmp")
+        assert routes_py.compute_routes(plan, protocol == "ecmp") == expected
+
+
+def test_small_labs_never_import_numpy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from netrig.plan import routes_py\n"
+        "from tests.plan.test_routes_py import LABS, plan_of\n"
+        "plan = plan_of(LABS['clos'], 'ecmp')\n"
+        "assert plan.route_count() > 0\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
