@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 from ipaddress import ip_address
+from itertools import compress, pairwise
 
 from netrig.plan import routes as vectorised
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -41,16 +42,19 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         return {}
     h_index = {name: i for i, name in enumerate(hosts)}
     n_h, n_v = len(hosts), len(hosts) + len(nets)
+    dest_prefixes = vectorised._destination_prefixes(plan, hosts, nets)
+    spans = _sorted_spans(dest_prefixes)
+    if spans is None:  # two destinations with one span: their order is netrig.plan.routes'
+        return vectorised.compute_routes(plan, multipath)
     adjacency: dict[int, list[tuple[int, int]]] = {}  # host → [(net k, cost)]
     for k, net in enumerate(nets):
         for node, _port in net.members:
             adjacency.setdefault(h_index[node], []).append((k, net.cost))
     if n_v >= vectorised.SCIPY_FROM_VERTICES:
-        groups_of = _numpy_groups(n_h, n_v, nets, h_index, multipath)
+        keys_of = _numpy_keys(n_h, n_v, nets, h_index, multipath)
     else:
-        groups_of = _python_groups(n_h, n_v, nets, h_index, multipath)
+        keys_of = _python_keys(n_h, n_v, nets, h_index, multipath)
 
-    dest_prefixes = vectorised._destination_prefixes(plan, hosts, nets)
     host_plans = plan.hosts()
     cidrs: dict[tuple[int, int, int], str] = {}  # (version, start, size log) → "a/len"
     routes: dict[str, list[RoutePlan]] = {}
@@ -65,61 +69,92 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         if not gateways:
             routes[name] = []
             continue
-        connected = {n_h + k for k, _ in adjacency.get(s, [])}
-        groups = groups_of(s, gateways, connected)
-        node = plan.nodes[name]
-        routes[name] = _aggregate(
-            node, groups, gateways, dest_prefixes, connected, s, host_plans, cidrs
-        )
+        keys = keys_of(s, gateways)
+        keys[s] = OWN
+        for k, _ in adjacency[s]:
+            keys[n_h + k] = OWN  # connected subnets
+        routes[name] = _aggregate(plan.nodes[name], keys, spans, gateways, host_plans, cidrs)
     return routes
+
+
+OWN = -1  # the key of what a node covers itself: its loopbacks and connected subnets
+
+
+def _sorted_spans(
+    dest_prefixes: list[list[tuple[int, int, int]]],
+) -> dict[int, list[tuple[int, int, int]]] | None:
+    """Per family: (first, last address, vertex) of every destination, in address order;
+    None if two destinations have the very same span."""
+    spans: dict[int, list[tuple[int, int, int]]] = {4: [], 6: []}
+    for vertex, prefixes in enumerate(dest_prefixes):
+        for version, lo, hi in prefixes:
+            spans[version].append((lo, hi, vertex))
+    for items in spans.values():
+        items.sort()
+        if any(a[:2] == b[:2] for a, b in pairwise(items)):
+            return None
+    return spans
 
 
 # ------------------------------------------------------------------ next hops
 
 
-def _python_groups(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-def]
-    """Per source: destination vertices per next-hop choice, from Dijkstra in Python."""
+def _python_keys(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-def]
+    """Per source: the next-hop choice of every destination vertex (None: no route), from
+    Dijkstra in Python."""
     adj: list[list[tuple[int, int]]] = [[] for _ in range(n_v)]
     for k, net in enumerate(nets):
         for node, _port in net.members:
             h = h_index[node]
             adj[h].append((n_h + k, net.cost))  # doubled half-cost: weights stay integers
             adj[n_h + k].append((h, net.cost))
-    dist = [_dijkstra(adj, s, n_v) for s in range(n_h)]
+    if len({net.cost for net in nets}) == 1:
+        dist = [_bfs(adj, s, n_v, nets[0].cost) for s in range(n_h)]
+    else:
+        dist = [_dijkstra(adj, s, n_v) for s in range(n_h)]
     exact = max((d for row in dist for d in row if d != math.inf), default=0) < EXACT_BELOW
 
-    def groups(s: int, gateways: list[Gateway], connected: set[int]) -> dict[Key, list[int]]:
+    def keys(s: int, gateways: list[Gateway]) -> list[Key | None]:
         best = dist[s]
-        skip = connected | {s}
-        hit = [
-            _hits(dist[v], c, best, exact) for v, _, _, c in gateways
-        ]  # per gateway: a next hop to t?
-        out: dict[Key, list[int]] = {}
-        for t in range(n_v):
-            if t in skip or best[t] == math.inf:
-                continue
-            if multipath:
-                key: Key = tuple(j for j, row in enumerate(hit) if row[t])
-                if not key:
-                    continue
-            else:
-                for j, row in enumerate(hit):
-                    if row[t]:
-                        key = j
-                        break
-                else:
-                    continue
-            out.setdefault(key, []).append(t)
+        hit = [_hits(dist[v], c, best, exact) for v, _, _, c in gateways]
+        out: list[Key | None] = [None] * n_v
+        if multipath:
+            gates = range(len(hit))
+            for t, column in enumerate(zip(*hit, strict=True)):
+                if any(column):
+                    out[t] = tuple(compress(gates, column))
+        else:
+            for j in reversed(range(len(hit))):  # the first gateway that is a next hop wins
+                for t in compress(range(n_v), hit[j]):
+                    out[t] = j
         return out
 
-    return groups
+    return keys
 
 
 def _hits(row: list[float], cost: int, best: list[float], exact: bool) -> list[bool]:
-    """cost + row[t] is numpy.isclose to best[t], for every t."""
-    if exact:
-        return [a + cost == b for a, b in zip(row, best, strict=True)]
+    """cost + row[t] is numpy.isclose to a finite best[t], for every t."""
+    if exact:  # inf - x and inf - inf are never an integer cost
+        return [b - a == cost for a, b in zip(row, best, strict=True)]
     return [abs(a + cost - b) <= ATOL + RTOL * abs(b) for a, b in zip(row, best, strict=True)]
+
+
+def _bfs(adj: list[list[tuple[int, int]]], s: int, n_v: int, weight: int) -> list[float]:
+    """Dijkstra's distances when every edge weighs the same."""
+    row: list[float] = [math.inf] * n_v
+    row[s] = 0
+    frontier = [s]
+    d = 0
+    while frontier:
+        d += weight
+        following = []
+        for u in frontier:
+            for v, _ in adj[u]:
+                if row[v] == math.inf:
+                    row[v] = d
+                    following.append(v)
+        frontier = following
+    return row
 
 
 def _dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
@@ -134,15 +169,15 @@ def _dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]
             if nd < best.get(v, nd + 1):
                 best[v] = nd
                 heapq.heappush(heap, (nd, v))
-    row = [math.inf] * n_v
+    row: list[float] = [math.inf] * n_v
     for v, d in best.items():
         row[v] = d
     return row
 
 
-def _numpy_groups(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-def]
-    """Per source: destination vertices per next-hop choice, with numpy and scipy (as
-    netrig.plan.routes.compute_routes finds them)."""
+def _numpy_keys(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-def]
+    """Per source: the next-hop choice of every destination vertex, with numpy and scipy
+    (as netrig.plan.routes.compute_routes finds them)."""
     import numpy as np
 
     rows, cols, weights = [], [], []
@@ -153,13 +188,20 @@ def _numpy_groups(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untype
             weights.append(net.cost)
     dist = vectorised.distances(n_h, n_v, rows, cols, weights)
 
-    def groups(s: int, gateways: list[Gateway], connected: set[int]) -> dict[Key, list[int]]:
+    def keys(s: int, gateways: list[Gateway]) -> list[Key | None]:
         cand = np.stack([dist[v] + c for v, _, _, c in gateways])
         best = dist[s]
         hit = np.isclose(cand, best) & np.isfinite(best)
-        return vectorised._group_destinations(hit, n_v, s, connected, multipath)
+        reachable = hit.any(axis=0)
+        if not multipath:
+            first = np.where(reachable, hit.argmax(axis=0), -2).tolist()
+            return [None if j == -2 else j for j in first]
+        out: list[Key | None] = [None] * n_v
+        for t in np.nonzero(reachable)[0].tolist():
+            out[t] = tuple(np.nonzero(hit[:, t])[0].tolist())
+        return out
 
-    return groups
+    return keys
 
 
 # ------------------------------------------------------------------ aggregation
@@ -167,40 +209,33 @@ def _numpy_groups(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untype
 
 def _aggregate(
     node: NodePlan,
-    groups: dict[Key, list[int]],
+    keys: list[Key | None],
+    spans: dict[int, list[tuple[int, int, int]]],
     gateways: list[Gateway],
-    dest_prefixes: list[list[tuple[int, int, int]]],
-    connected: set[int],
-    s: int,
     hosts: list[NodePlan],
     cidrs: dict[tuple[int, int, int], str],
 ) -> list[RoutePlan]:
-    """netrig.plan.routes._aggregate: merge adjacent destinations with the same next hops
-    (the node's own spans, key None, join any run), then write each run as aligned blocks."""
-    spans: dict[int, list[tuple[int, int, Key | None]]] = {4: [], 6: []}
-    for vertex in (s, *connected):
-        for version, lo, hi in dest_prefixes[vertex]:
-            spans[version].append((lo, hi, None))
-    for key, dests in groups.items():
-        for t in dests:
-            for version, lo, hi in dest_prefixes[t]:
-                spans[version].append((lo, hi, key))
+    """netrig.plan.routes._aggregate: adjacent destinations with the same next hops merge
+    into one run (the node's own spans, key OWN, join any run), and each run's part from its
+    first to its last routed destination is written as aligned blocks."""
     nexthops: dict[tuple[Key, int], list[tuple[str, int]] | None] = {}
     routes: list[RoutePlan] = []
     for version, items in spans.items():
-        items.sort(key=lambda x: (x[0], x[1]))
         runs: list[tuple[int, int, Key]] = []  # (first, last, key) of each run's keyed part
         first = last = end = -1  # keyed part of the run so far; the end of the whole run
         run_key: Key | None = None
         in_run = False
-        for lo, hi, key in items:
-            if in_run and lo == end + 1 and (key is None or run_key is None or key == run_key):
+        for lo, hi, vertex in items:
+            key = keys[vertex]
+            if key is None:  # no route: as if not there
+                continue
+            if in_run and lo == end + 1 and (run_key is None or key in (OWN, run_key)):
                 end = hi
             else:
                 if run_key is not None:
                     runs.append((first, last, run_key))
                 in_run, run_key, end = True, None, hi
-            if key is not None:
+            if key != OWN:
                 if run_key is None:
                     first, run_key = lo, key
                 last = hi
