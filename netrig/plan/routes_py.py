@@ -22,6 +22,7 @@ import heapq
 import math
 from ipaddress import ip_address
 from itertools import compress, pairwise
+from typing import Any
 
 from netrig.plan import routes as vectorised
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -50,13 +51,14 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
     for k, net in enumerate(nets):
         for node, _port in net.members:
             adjacency.setdefault(h_index[node], []).append((k, net.cost))
-    if n_v >= vectorised.SCIPY_FROM_VERTICES:
-        keys_of = _numpy_keys(n_h, n_v, nets, h_index, multipath)
-    else:
-        keys_of = _python_keys(n_h, n_v, nets, h_index, multipath)
-
     host_plans = plan.hosts()
     cidrs: dict[tuple[int, int, int], str] = {}  # (version, start, size log) → "a/len"
+    if n_v >= vectorised.SCIPY_FROM_VERTICES:
+        keys_of = _numpy_keys(n_h, n_v, nets, h_index, multipath)
+        by_numpy = _NumpyAggregate(spans, host_plans, cidrs)
+    else:
+        keys_of = _python_keys(n_h, n_v, nets, h_index, multipath)
+        by_numpy = None
     routes: dict[str, list[RoutePlan]] = {}
     for s, name in enumerate(hosts):
         gateways: list[Gateway] = []
@@ -73,7 +75,10 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         keys[s] = OWN
         for k, _ in adjacency[s]:
             keys[n_h + k] = OWN  # connected subnets
-        routes[name] = _aggregate(plan.nodes[name], keys, spans, gateways, host_plans, cidrs)
+        if by_numpy is not None and (not multipath or len(gateways) <= MAX_MASK_GATEWAYS):
+            routes[name] = by_numpy(plan.nodes[name], keys, gateways, multipath)
+        else:
+            routes[name] = _aggregate(plan.nodes[name], keys, spans, gateways, host_plans, cidrs)
     return routes
 
 
@@ -188,20 +193,92 @@ def _numpy_keys(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-
             weights.append(net.cost)
     dist = vectorised.distances(n_h, n_v, rows, cols, weights)
 
-    def keys(s: int, gateways: list[Gateway]) -> list[Key | None]:
+    def keys(s: int, gateways: list[Gateway]) -> Any:
+        """An array: the first gateway, or the bit mask of all (ECMP), NONE for no route."""
         cand = np.stack([dist[v] + c for v, _, _, c in gateways])
         best = dist[s]
         hit = np.isclose(cand, best) & np.isfinite(best)
         reachable = hit.any(axis=0)
+        if multipath and len(gateways) <= MAX_MASK_GATEWAYS:
+            bits = np.left_shift(1, np.arange(len(gateways), dtype=np.int64))
+            return np.where(reachable, bits @ hit, NONE)
         if not multipath:
-            first = np.where(reachable, hit.argmax(axis=0), -2).tolist()
-            return [None if j == -2 else j for j in first]
+            return np.where(reachable, hit.argmax(axis=0), NONE)
         out: list[Key | None] = [None] * n_v
         for t in np.nonzero(reachable)[0].tolist():
             out[t] = tuple(np.nonzero(hit[:, t])[0].tolist())
         return out
 
     return keys
+
+
+NONE = -2  # the key of a destination without a route, in the arrays of the numpy way
+MAX_MASK_GATEWAYS = 62  # ECMP next-hop sets as bits of an int64
+
+
+class _NumpyAggregate:
+    """_aggregate with numpy, for large labs: the same runs, found with array operations on
+    the destinations in address order (computed once per lab) instead of a loop per node."""
+
+    def __init__(
+        self,
+        spans: dict[int, list[tuple[int, int, int]]],
+        hosts: list[NodePlan],
+        cidrs: dict[tuple[int, int, int], str],
+    ) -> None:
+        import numpy as np
+
+        self.np = np
+        self.hosts, self.cidrs = hosts, cidrs
+        self.families = []
+        for version, items in spans.items():
+            vertex = np.array([v for _, _, v in items], dtype=np.int64)
+            # span i starts right after span i-1 ends
+            after = np.array([False] + [b[0] == a[1] + 1 for a, b in pairwise(items)])
+            self.families.append((version, items, vertex, after))
+
+    def __call__(
+        self, node: NodePlan, keys: Any, gateways: list[Gateway], multipath: bool
+    ) -> list[RoutePlan]:
+        np = self.np
+        nexthops: dict[tuple[Key, int], list[tuple[str, int]] | None] = {}
+        routes: list[RoutePlan] = []
+        for version, items, vertex, after in self.families:
+            k = keys[vertex]
+            present = np.flatnonzero(k != NONE)  # spans in address order that are routed
+            if not len(present):
+                continue
+            kp = k[present]
+            # a contiguous stretch breaks where a span is missing or not adjacent
+            new_stretch = np.ones(len(present), dtype=bool)
+            new_stretch[1:] = (np.diff(present) != 1) | ~after[present[1:]]
+            stretch = np.cumsum(new_stretch)
+            keyed = np.flatnonzero(kp != OWN)
+            if not len(keyed):
+                continue
+            kk, ks = kp[keyed], stretch[keyed]
+            # a run: consecutive routed spans of one stretch with one key (own ones between)
+            starts = np.flatnonzero(np.r_[True, (ks[1:] != ks[:-1]) | (kk[1:] != kk[:-1])])
+            ends = np.r_[starts[1:] - 1, len(keyed) - 1]
+            firsts = present[keyed[starts]].tolist()
+            lasts = present[keyed[ends]].tolist()
+            run_keys = kk[starts].tolist()
+            bits = 32 if version == 4 else 128
+            for i, j, code in zip(firsts, lasts, run_keys, strict=True):
+                key: Key = (
+                    tuple(g for g in range(len(gateways)) if code >> g & 1) if multipath else code
+                )
+                if (key, version) not in nexthops:
+                    nexthops[key, version] = _nexthops(node, key, version, gateways, self.hosts)
+                hops = nexthops[key, version]
+                if hops is None:
+                    continue
+                for block in vectorised._range_to_cidrs(items[i][0], items[j][1]):
+                    cidr = self.cidrs.get((version, *block))
+                    if cidr is None:
+                        cidr = self.cidrs[version, *block] = _cidr(version, bits, *block)
+                    routes.append(RoutePlan(cidr, list(hops)))
+        return routes
 
 
 # ------------------------------------------------------------------ aggregation
