@@ -15,17 +15,13 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from ipaddress import ip_address, ip_network
-from typing import TYPE_CHECKING
+
+import numpy as np
 
 from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
 
-if TYPE_CHECKING:
-    import numpy as np
-
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
-    import numpy as np  # imported on use: importing this module costs nothing
-
     hosts = [n.name for n in plan.hosts()]
     nets = [n for n in plan.networks if len(n.members) >= 1]
     if not hosts:
@@ -73,8 +69,6 @@ def distances(
 ) -> np.ndarray:
     """Distances from every host to every vertex. Small labs: Dijkstra in Python (importing
     scipy costs more than it saves); large ones: scipy's C implementation."""
-    import numpy as np
-
     if n_v >= SCIPY_FROM_VERTICES:
         from scipy.sparse import coo_matrix
         from scipy.sparse.csgraph import shortest_path
@@ -108,8 +102,6 @@ def _group_destinations(
     hit: np.ndarray, n_v: int, s: int, connected: set[int], multipath: bool
 ) -> dict[int | tuple[int, ...], list[int]]:
     """Destination vertices per next-hop choice (first gateway, or the set for ECMP)."""
-    import numpy as np
-
     reachable = hit.any(axis=0)
     groups: dict[int | tuple[int, ...], list[int]] = defaultdict(list)
     if multipath:

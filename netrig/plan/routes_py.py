@@ -1,17 +1,12 @@
-"""Shortest-path routes, the same as netrig.plan.routes gives, computed faster.
+"""Shortest-path routes of small labs in pure Python, equal to netrig.plan.routes' own.
 
-netrig.plan.routes finds next hops with numpy (and scipy from SCIPY_FROM_VERTICES vertices
-up), whose import alone costs more than planning a 100-node lab, and aggregates them in a
-loop that parses a gateway address for every route it writes: `netrig validate` of a small
-lab spent most of its time importing, and of a 1000-node ring most of it aggregating.
-
-Here, below SCIPY_FROM_VERTICES, distances and next hops are computed in Python: Dijkstra on
-integer weights and numpy.isclose's own test (so the results are equal, not just
-equivalent); from there on with netrig.plan.routes' numpy and scipy. Either way the
-aggregation is netrig.plan.routes' own algorithm, with each gateway's address and interface
-looked up once per node and each prefix written once per lab.
-tests/plan/test_routes_py.py checks that the routes equal netrig.plan.routes' on every
-topology kind.
+netrig.plan.routes finds next hops with numpy (and scipy for large labs), whose import alone
+costs more than planning a 100-node lab: `netrig validate` of a small lab spent most of its
+time importing. Below PYTHON_BELOW vertices (hosts and networks) this module computes the
+same routes without numpy: Dijkstra's distances (breadth first when every link costs the
+same), numpy.isclose's own next-hop test, and netrig.plan.routes' exact aggregation over
+the destinations sorted once per lab. Larger labs go to netrig.plan.routes.
+tests/plan/test_routes_py.py checks that both give the same routes on every topology kind.
 
     routes = compute_routes(plan, multipath=False)   # what static and ecmp install
 """
@@ -20,13 +15,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from ipaddress import ip_address
+from ipaddress import ip_address, ip_network
 from itertools import compress, pairwise
-from typing import Any
 
-from netrig.plan import routes as vectorised
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 
+PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
 EXACT_BELOW = 10**5  # integer distances below this: isclose(a, b) is a == b
 
@@ -35,30 +29,36 @@ Key = int | tuple[int, ...]  # a gateway, or the set of them (ECMP)
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
-    """Routes per host: next hops in Python below SCIPY_FROM_VERTICES vertices (hosts and
-    networks), with numpy and scipy above."""
+    """Routes per host: in Python below PYTHON_BELOW vertices, by netrig.plan.routes above."""
+    n_v = sum(1 for n in plan.nodes.values() if n.kind == "host")
+    n_v += sum(1 for n in plan.networks if n.members)
+    if n_v < PYTHON_BELOW:
+        found = python_routes(plan, multipath)
+        if found is not None:
+            return found
+    from netrig.plan import routes  # numpy and scipy
+
+    return routes.compute_routes(plan, multipath)
+
+
+def python_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]] | None:
+    """None when two destinations share one span (netrig.plan.routes' order decides then)."""
     hosts = [n.name for n in plan.hosts()]
     nets = [n for n in plan.networks if len(n.members) >= 1]
     if not hosts:
         return {}
     h_index = {name: i for i, name in enumerate(hosts)}
     n_h, n_v = len(hosts), len(hosts) + len(nets)
-    dest_prefixes = vectorised._destination_prefixes(plan, hosts, nets)
-    spans = _sorted_spans(dest_prefixes)
-    if spans is None:  # two destinations with one span: their order is netrig.plan.routes'
-        return vectorised.compute_routes(plan, multipath)
+    spans = _sorted_spans(_destination_prefixes(plan, hosts, nets))
+    if spans is None:
+        return None
     adjacency: dict[int, list[tuple[int, int]]] = {}  # host → [(net k, cost)]
     for k, net in enumerate(nets):
         for node, _port in net.members:
             adjacency.setdefault(h_index[node], []).append((k, net.cost))
+    keys_of = _python_keys(n_h, n_v, nets, h_index, multipath)
     host_plans = plan.hosts()
     cidrs: dict[tuple[int, int, int], str] = {}  # (version, start, size log) → "a/len"
-    if n_v >= vectorised.SCIPY_FROM_VERTICES:
-        keys_of = _numpy_keys(n_h, n_v, nets, h_index, multipath)
-        by_numpy = _NumpyAggregate(spans, host_plans, cidrs)
-    else:
-        keys_of = _python_keys(n_h, n_v, nets, h_index, multipath)
-        by_numpy = None
     routes: dict[str, list[RoutePlan]] = {}
     for s, name in enumerate(hosts):
         gateways: list[Gateway] = []
@@ -75,10 +75,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         keys[s] = OWN
         for k, _ in adjacency[s]:
             keys[n_h + k] = OWN  # connected subnets
-        if by_numpy is not None and (not multipath or len(gateways) <= MAX_MASK_GATEWAYS):
-            routes[name] = by_numpy(plan.nodes[name], keys, gateways, multipath)
-        else:
-            routes[name] = _aggregate(plan.nodes[name], keys, spans, gateways, host_plans, cidrs)
+        routes[name] = _aggregate(plan.nodes[name], keys, spans, gateways, host_plans, cidrs)
     return routes
 
 
@@ -180,107 +177,6 @@ def _dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]
     return row
 
 
-def _numpy_keys(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped-def]
-    """Per source: the next-hop choice of every destination vertex, with numpy and scipy
-    (as netrig.plan.routes.compute_routes finds them)."""
-    import numpy as np
-
-    rows, cols, weights = [], [], []
-    for k, net in enumerate(nets):
-        for node, _port in net.members:
-            rows.append(h_index[node])
-            cols.append(n_h + k)
-            weights.append(net.cost)
-    dist = vectorised.distances(n_h, n_v, rows, cols, weights)
-
-    def keys(s: int, gateways: list[Gateway]) -> Any:
-        """An array: the first gateway, or the bit mask of all (ECMP), NONE for no route."""
-        cand = np.stack([dist[v] + c for v, _, _, c in gateways])
-        best = dist[s]
-        hit = np.isclose(cand, best) & np.isfinite(best)
-        reachable = hit.any(axis=0)
-        if multipath and len(gateways) <= MAX_MASK_GATEWAYS:
-            bits = np.left_shift(1, np.arange(len(gateways), dtype=np.int64))
-            return np.where(reachable, bits @ hit, NONE)
-        if not multipath:
-            return np.where(reachable, hit.argmax(axis=0), NONE)
-        out: list[Key | None] = [None] * n_v
-        for t in np.nonzero(reachable)[0].tolist():
-            out[t] = tuple(np.nonzero(hit[:, t])[0].tolist())
-        return out
-
-    return keys
-
-
-NONE = -2  # the key of a destination without a route, in the arrays of the numpy way
-MAX_MASK_GATEWAYS = 62  # ECMP next-hop sets as bits of an int64
-
-
-class _NumpyAggregate:
-    """_aggregate with numpy, for large labs: the same runs, found with array operations on
-    the destinations in address order (computed once per lab) instead of a loop per node."""
-
-    def __init__(
-        self,
-        spans: dict[int, list[tuple[int, int, int]]],
-        hosts: list[NodePlan],
-        cidrs: dict[tuple[int, int, int], str],
-    ) -> None:
-        import numpy as np
-
-        self.np = np
-        self.hosts, self.cidrs = hosts, cidrs
-        self.families = []
-        for version, items in spans.items():
-            vertex = np.array([v for _, _, v in items], dtype=np.int64)
-            # span i starts right after span i-1 ends
-            after = np.array([False] + [b[0] == a[1] + 1 for a, b in pairwise(items)])
-            self.families.append((version, items, vertex, after))
-
-    def __call__(
-        self, node: NodePlan, keys: Any, gateways: list[Gateway], multipath: bool
-    ) -> list[RoutePlan]:
-        np = self.np
-        nexthops: dict[tuple[Key, int], list[tuple[str, int]] | None] = {}
-        routes: list[RoutePlan] = []
-        for version, items, vertex, after in self.families:
-            k = keys[vertex]
-            present = np.flatnonzero(k != NONE)  # spans in address order that are routed
-            if not len(present):
-                continue
-            kp = k[present]
-            # a contiguous stretch breaks where a span is missing or not adjacent
-            new_stretch = np.ones(len(present), dtype=bool)
-            new_stretch[1:] = (np.diff(present) != 1) | ~after[present[1:]]
-            stretch = np.cumsum(new_stretch)
-            keyed = np.flatnonzero(kp != OWN)
-            if not len(keyed):
-                continue
-            kk, ks = kp[keyed], stretch[keyed]
-            # a run: consecutive routed spans of one stretch with one key (own ones between)
-            starts = np.flatnonzero(np.r_[True, (ks[1:] != ks[:-1]) | (kk[1:] != kk[:-1])])
-            ends = np.r_[starts[1:] - 1, len(keyed) - 1]
-            firsts = present[keyed[starts]].tolist()
-            lasts = present[keyed[ends]].tolist()
-            run_keys = kk[starts].tolist()
-            bits = 32 if version == 4 else 128
-            for i, j, code in zip(firsts, lasts, run_keys, strict=True):
-                key: Key = (
-                    tuple(g for g in range(len(gateways)) if code >> g & 1) if multipath else code
-                )
-                if (key, version) not in nexthops:
-                    nexthops[key, version] = _nexthops(node, key, version, gateways, self.hosts)
-                hops = nexthops[key, version]
-                if hops is None:
-                    continue
-                for block in vectorised._range_to_cidrs(items[i][0], items[j][1]):
-                    cidr = self.cidrs.get((version, *block))
-                    if cidr is None:
-                        cidr = self.cidrs[version, *block] = _cidr(version, bits, *block)
-                    routes.append(RoutePlan(cidr, list(hops)))
-        return routes
-
-
 # ------------------------------------------------------------------ aggregation
 
 
@@ -325,7 +221,7 @@ def _aggregate(
             hops = nexthops[key, version]
             if hops is None:
                 continue
-            for block in vectorised._range_to_cidrs(lo, hi):
+            for block in _range_to_cidrs(lo, hi):
                 cidr = cidrs.get((version, *block))
                 if cidr is None:
                     cidr = cidrs[version, *block] = _cidr(version, bits, *block)
@@ -341,7 +237,7 @@ def _nexthops(
     out = []
     for j in key if isinstance(key, tuple) else (key,):
         v, net, port, _ = gateways[j]
-        gw = vectorised._port_address(hosts[v], net, version)
+        gw = _port_address(hosts[v], net, version)
         if gw is None:
             return None
         bridge = node.bridge
@@ -356,3 +252,46 @@ def _cidr(version: int, bits: int, start: int, size_log: int) -> str:
             f"{start >> 24}.{start >> 16 & 255}.{start >> 8 & 255}.{start & 255}/{bits - size_log}"
         )
     return f"{ip_address(start)}/{bits - size_log}"
+
+
+def _destination_prefixes(
+    plan: LabPlan, hosts: list[str], nets: list[NetworkPlan]
+) -> list[list[tuple[int, int, int]]]:
+    """Per vertex: (version, first address, last address) of what it stands for."""
+    out: list[list[tuple[int, int, int]]] = []
+    for name in hosts:
+        out.append([_span(cidr) for cidr in plan.nodes[name].loopbacks])
+    for net in nets:
+        out.append([_span(cidr) for cidr in net.prefixes])
+    return out
+
+
+def _span(cidr: str) -> tuple[int, int, int]:
+    net = ip_network(cidr, strict=False)
+    return net.version, int(net.network_address), int(net.broadcast_address)
+
+
+def _port_address(gw_node: NodePlan, net: NetworkPlan, version: int) -> str | None:
+    port = next(p for n, p in net.members if n == gw_node.name)
+    cidrs = (
+        gw_node.bridge.addrs
+        if gw_node.bridge and port == gw_node.bridge.name
+        else gw_node.iface(port).addrs
+    )
+    for cidr in cidrs:
+        addr = cidr.split("/")[0]
+        if ip_address(addr).version == version:
+            return addr
+    return None
+
+
+def _range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
+    """The fewest aligned blocks covering [start, end] exactly: (start, log2 size) each."""
+    out = []
+    while start <= end:
+        size_log = (start & -start).bit_length() - 1 if start else 128
+        while size_log and start + (1 << size_log) - 1 > end:
+            size_log -= 1
+        out.append((start, size_log))
+        start += 1 << size_log
+    return out

@@ -45,10 +45,8 @@ def test_python_and_numpy_next_hops_agree(lab: str, protocol: str) -> None:
     multipath = protocol == "ecmp"
     expected = routes.compute_routes(plan, multipath)
     assert sum(len(r) for r in expected.values()) > 0
-    assert routes_py.compute_routes(plan, multipath) == expected  # next hops in Python
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(routes, "SCIPY_FROM_VERTICES", 0)  # next hops with numpy and scipy
-        assert routes_py.compute_routes(plan, multipath) == expected
+    assert routes_py.python_routes(plan, multipath) == expected
+    assert routes_py.compute_routes(plan, multipath) == expected
 
 
 def test_large_distances_pick_next_hops_as_numpy_does() -> None:
@@ -57,18 +55,31 @@ def test_large_distances_pick_next_hops_as_numpy_does() -> None:
     for protocol in ("static", "ecmp"):
         plan = plan_of(body, protocol)
         expected = routes.compute_routes(plan, protocol == "ecmp")
-        assert routes_py.compute_routes(plan, protocol == "ecmp") == expected
+        assert routes_py.python_routes(plan, protocol == "ecmp") == expected
+
+
+def test_the_size_picks_the_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below PYTHON_BELOW vertices in Python; from there on netrig.plan.routes."""
+    plan = plan_of(LABS["grid"], "static")  # 20 hosts, 31 links
+    calls: list[str] = []
+    monkeypatch.setattr(routes_py, "python_routes", lambda p, m: calls.append("python") or {})
+    monkeypatch.setattr(routes, "compute_routes", lambda p, m: calls.append("numpy") or {})
+    routes_py.compute_routes(plan, False)
+    monkeypatch.setattr(routes_py, "PYTHON_BELOW", 51)
+    routes_py.compute_routes(plan, False)
+    assert calls == ["python", "numpy"]
 
 
 def test_small_labs_never_import_numpy() -> None:
     import subprocess
     import sys
 
-    code = (
+    text = f"name: r\n{LABS['clos']}\nrouting: {{protocol: ecmp}}\n"
+    code = (  # not through this module, which imports numpy itself
         "import sys\n"
-        "from netrig.plan import routes_py\n"
-        "from tests.plan.test_routes_py import LABS, plan_of\n"
-        "plan = plan_of(LABS['clos'], 'ecmp')\n"
+        "from netrig.plan.lab import build_plan\n"
+        "from netrig.rig.prepare import load_text\n"
+        f"plan = build_plan(load_text({text!r}))\n"
         "assert plan.route_count() > 0\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))\n"
     )
