@@ -78,6 +78,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "worker": ("worker", "Serve as one lab host of a Dask cluster, until SIGTERM or Ctrl-C."),
 }
+# commands with an explicit short_help=, which click shows whole however narrow the terminal
+AS_WRITTEN = {"stat"}
+
+
+def _short_help(name: str, limit: int) -> str:
+    """What click's own command would show in `limit` columns."""
+    text = COMMANDS[name][1]
+    if name in AS_WRITTEN:
+        return click.Command(name, short_help=text).get_short_help_str(limit)
+    return click.Command(name, help=text).get_short_help_str(limit)
 
 
 class LazyGroup(click.Group):
@@ -93,8 +103,6 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """click's own layout, from the table (a command not in it from its module)."""
-        from click.utils import make_default_short_help
-
         names = self.list_commands(ctx)
         if not names:
             return
@@ -102,7 +110,7 @@ class LazyGroup(click.Group):
         rows = []
         for name in names:
             if name in COMMANDS:
-                rows.append((name, make_default_short_help(COMMANDS[name][1], limit)))
+                rows.append((name, _short_help(name, limit)))
             elif not self.commands[name].hidden:
                 rows.append((name, self.commands[name].get_short_help_str(limit)))
         with formatter.section("Commands"):
