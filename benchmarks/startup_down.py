@@ -146,7 +146,11 @@ def main() -> int:
             print("down: needs root (network namespaces); skipped")
             return 0 if ok or not args.check else 1
         print(f"down of 100 nodes, median of {downs} interleaved runs:")
-        times: dict[str, list[float]] = {"netrig down": [], "ip netns del x100": [], "ip -batch": []}
+        times: dict[str, list[float]] = {
+            "netrig down": [],
+            "ip netns del x100": [],
+            "ip -batch": [],
+        }
         for i in range(downs):
             times["netrig down"].append(netrig_down(lab_file, name))
             settle(100)
