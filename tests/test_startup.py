@@ -14,6 +14,7 @@ import click
 import pytest
 
 from netrig import cli as cli_package
+from tests.conftest import new_lab_name, requires_root
 
 # never needed to start, to print help or to check a lab file
 HEAVY = {
@@ -110,3 +111,12 @@ def test_help_lists_the_commands_as_click_would(width: int) -> None:
         eager = click.HelpFormatter(width=width)
         click.Group.format_commands(group, ctx, eager)
     assert lazy.getvalue() == eager.getvalue() and "validate" in lazy.getvalue()
+
+
+@requires_root
+def test_down_imports_the_lab_core_only() -> None:
+    """`netrig down` reads the ledger and ends processes: no YAML, pydantic, plugin or rich."""
+    modules = imported("down", new_lab_name())  # a lab that is not up: said, and exit 0
+    assert "netrig.lab.teardown" in modules
+    assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
+    assert not {m for m in modules if m.startswith(("netrig.routing", "netrig.plan", "netrig.rig"))}

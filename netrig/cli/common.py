@@ -63,8 +63,6 @@ def reports_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
         from netrig.model.problems import Note, SpecError
-        from netrig.model.yamlmarks import YamlSyntaxError
-        from netrig.plan.model import UnknownName
 
         try:
             with warnings.catch_warnings():
@@ -75,18 +73,21 @@ def reports_errors(fn: F) -> F:
             for problem in exc.problems:
                 err_console.print(f"[bold]{problem.where}[/]: {problem.message}", soft_wrap=True)
             sys.exit(EXIT_BAD_INPUT)
-        except YamlSyntaxError as exc:
-            err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except UnknownName as exc:
-            fail(str(exc), EXIT_BAD_INPUT)
         except Exception as exc:
-            # a LabError exists only once the lab core is imported, which `netrig validate`
-            # and `netrig stat` never do: look for it there rather than import it
+            # the others exist only once their modules are imported (YAML's reader, the lab
+            # core, the plan), which `netrig down` or `validate` may never do: they are looked
+            # for there rather than imported for every command
+            yamlmarks = sys.modules.get("netrig.model.yamlmarks")
             build = sys.modules.get("netrig.lab.build")
-            if build is None or not isinstance(exc, build.LabError):
-                raise
-            fail(str(exc), exc.exit_code)
+            plan = sys.modules.get("netrig.plan.model")
+            if yamlmarks is not None and isinstance(exc, yamlmarks.YamlSyntaxError):
+                err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
+                sys.exit(EXIT_BAD_INPUT)
+            if build is not None and isinstance(exc, build.LabError):
+                fail(str(exc), exc.exit_code)
+            if plan is not None and isinstance(exc, plan.UnknownName):
+                fail(str(exc), EXIT_BAD_INPUT)
+            raise
         except KeyboardInterrupt:
             fail("interrupted; everything this command created was removed", 130)
 
