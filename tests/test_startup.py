@@ -120,3 +120,13 @@ def test_down_imports_the_lab_core_only() -> None:
     assert "netrig.lab.teardown" in modules
     assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
     assert not {m for m in modules if m.startswith(("netrig.routing", "netrig.plan", "netrig.rig"))}
+
+
+@pytest.mark.parametrize("incomplete", ["", "s", "ex", "-"])
+def test_completion_offers_what_click_would(incomplete: str) -> None:
+    cli_package._register()
+    group = cli_package.cli
+    with click.Context(group) as ctx:
+        ours = [(i.value, i.help) for i in group.shell_complete(ctx, incomplete)]
+        theirs = [(i.value, i.help) for i in click.Group.shell_complete(group, ctx, incomplete)]
+    assert ours == theirs and ours

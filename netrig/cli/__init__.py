@@ -121,7 +121,12 @@ class LazyGroup(click.Group):
         from click.shell_completion import CompletionItem
 
         items = [
-            CompletionItem(name, help=COMMANDS[name][1] if name in COMMANDS else None)
+            CompletionItem(
+                name,
+                help=_short_help(name, 45)  # click's default width for completion
+                if name in COMMANDS
+                else self.commands[name].get_short_help_str(),
+            )
             for name in self.list_commands(ctx)
             if name.startswith(incomplete) and (name in COMMANDS or not self.commands[name].hidden)
         ]
