@@ -26,3 +26,21 @@ def test_an_unknown_name_gets_a_suggestion_and_the_known_names() -> None:
         measure.get("iperf")
     with pytest.raises(KeyError, match=r"unknown service 'ngnix' \(did you mean 'nginx'\?\)"):
         services.get("ngnix")
+
+
+def test_a_name_imports_its_own_module_only() -> None:
+    """Looking a plugin up by name loads its module, not its siblings (their models and the
+    programs they import); an unknown name loads them all, to list them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from netrig import routing\n"
+        "assert routing.registry.get('babel').name == 'babel'\n"
+        "mods = {m for m in sys.modules if m.startswith('netrig.routing.')}\n"
+        "assert mods == {'netrig.routing.babel', 'netrig.routing._daemon'}, mods\n"
+        "assert routing.registry.get('no-such') is None\n"
+        "assert 'netrig.routing.ospf' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -5,15 +5,20 @@ registry's `register`, and found by name.
     _plugins = Registry[Measurement]("measurement", "netrig.measure", skip=("parse_",))
     register = _plugins.register                # @register on each plugin class
     _plugins.load()                             # {name: class}, every module imported once
+    _plugins.get("iperf3")                      # Iperf3: imports netrig.measure.iperf3 only
     _plugins.lookup("iperf") → KeyError("unknown measurement 'iperf' (did you mean 'iperf3'?) …")
 
-Adding a plugin is adding one module to the package: nothing else lists them.
+Adding a plugin is adding one module to the package: nothing else lists them. A plugin's
+module is named after it, so finding one by name imports that module alone (a lab file
+that names `static` loads neither BIRD's models nor babeld's); a name that no module
+bears (a second plugin of one module) makes the registry import them all.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import pkgutil
 from typing import Any, Generic, TypeVar
 
@@ -44,12 +49,28 @@ class Registry(Generic[T]):
             self._loaded = True
         return self.classes
 
+    def get(self, name: str) -> type[T] | None:
+        """The class registered under `name`, importing its own module first (the one named
+        after it) and every module only if that does not register it; None if none does."""
+        if name not in self.classes and not self._loaded:
+            module = f"{self.package}.{name}"
+            if (
+                name.isidentifier()
+                and not name.startswith(self.skip)
+                and importlib.util.find_spec(module) is not None
+            ):
+                importlib.import_module(module)
+            if name not in self.classes:
+                self.load()
+        return self.classes.get(name)
+
     def lookup(self, name: str) -> type[T]:
         """The class registered under `name`; KeyError with a suggestion and the known names."""
-        plugins = self.load()
-        if name not in plugins:
+        cls = self.get(name)
+        if cls is None:
+            plugins = self.load()
             close = difflib.get_close_matches(name, list(plugins), n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             known = ", ".join(sorted(plugins))
             raise KeyError(f"unknown {self.kind} {name!r}{hint}; known: {known}")
-        return plugins[name]
+        return cls

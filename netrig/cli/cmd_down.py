@@ -16,7 +16,11 @@ from netrig.lab.teardown import teardown
               "host of this Dask scheduler (labs built with `netrig up --cluster`).")
 @reports_errors
 def down(labs: tuple[str, ...], cluster: str | None) -> None:
-    """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine."""
+    """Remove LABS: their processes, namespaces, links. Removing a lab twice is fine.
+
+    Returns once every process of the lab has exited (SIGTERM, SIGKILL after 2 s) and its
+    namespaces are gone.
+    """
     if cluster:
         from netrig.cluster import labs as spread
 
@@ -32,11 +36,11 @@ def down(labs: tuple[str, ...], cluster: str | None) -> None:
     for name in labs:
         if name in known:
             report = teardown(ledger, name)
-            console.print(
+            click.echo(  # plain lines: `down` does not wait for rich to import
                 f"lab {name}: removed {report.namespaces} namespaces, {report.processes} processes"
             )
     for name in unknown:  # idempotent: removing what is gone succeeds
-        err_console.print(f"lab {name}: not up, nothing to remove")
+        click.echo(f"lab {name}: not up, nothing to remove", err=True)
 
 
 @cli.command("clean")

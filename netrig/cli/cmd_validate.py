@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import SET_OPTION, console, parse_overrides, reports_errors
+from netrig.cli.common import SET_OPTION, parse_overrides, reports_errors
+
+OK = click.style("ok", fg="green")  # click.echo drops the colour when not on a terminal
 
 
 @cli.command("validate")
@@ -28,11 +30,10 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             exp = prepare.load_experiment(file, sets)
             labs = len({p.network for p in exp.points})
             steps = sorted({s.kind for p in exp.points for s in p.steps})
-            console.print(
-                f"[green]ok[/] {file}: experiment [bold]{exp.name}[/]: {len(exp.points)} sweep "
-                f"points × {exp.repeat} runs, {labs} lab{'s' if labs > 1 else ''}, "
-                f"measures {', '.join(steps)}",
-                soft_wrap=True,
+            click.echo(  # not rich: a one-line answer should not pay for importing it
+                f"{OK} {file}: experiment {click.style(exp.name, bold=True)}: {len(exp.points)} "
+                f"sweep points × {exp.repeat} runs, {labs} lab{'s' if labs > 1 else ''}, "
+                f"measures {', '.join(steps)}"
             )
             continue
         if sets:
@@ -41,8 +42,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
         hosts = len(plan.hosts())
         switches = len(plan.nodes) - hosts
         parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
-        console.print(
-            f"[green]ok[/] {file}: lab [bold]{plan.name}[/]: {', '.join(parts)}, "
-            f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes",
-            soft_wrap=True,
+        click.echo(
+            f"{OK} {file}: lab {click.style(plan.name, bold=True)}: {', '.join(parts)}, "
+            f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes"
         )

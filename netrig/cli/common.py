@@ -6,15 +6,34 @@ import functools
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+class _LazyConsole:
+    """rich's Console, made on first use: a command that prints nothing through it (`--help`,
+    shell completion) does not import rich."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return getattr(self._console, name)
+
+
+console: Console = _LazyConsole(highlight=False)  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True, highlight=False)  # type: ignore[assignment]
 
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -43,11 +62,7 @@ def reports_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # imported here, not at the top: `netrig stat` and `--help` should not pay for them
-        from netrig.lab.build import LabError
-        from netrig.model.load import SpecError
-        from netrig.model.problems import Note
-        from netrig.model.yamlmarks import YamlSyntaxError
-        from netrig.plan.model import UnknownName
+        from netrig.model.problems import Note, SpecError
 
         try:
             with warnings.catch_warnings():
@@ -58,13 +73,21 @@ def reports_errors(fn: F) -> F:
             for problem in exc.problems:
                 err_console.print(f"[bold]{problem.where}[/]: {problem.message}", soft_wrap=True)
             sys.exit(EXIT_BAD_INPUT)
-        except YamlSyntaxError as exc:
-            err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
-            sys.exit(EXIT_BAD_INPUT)
-        except LabError as exc:
-            fail(str(exc), exc.exit_code)
-        except UnknownName as exc:
-            fail(str(exc), EXIT_BAD_INPUT)
+        except Exception as exc:
+            # the others exist only once their modules are imported (YAML's reader, the lab
+            # core, the plan), which `netrig down` or `validate` may never do: they are looked
+            # for there rather than imported for every command
+            yamlmarks = sys.modules.get("netrig.model.yamlmarks")
+            build = sys.modules.get("netrig.lab.build")
+            plan = sys.modules.get("netrig.plan.model")
+            if yamlmarks is not None and isinstance(exc, yamlmarks.YamlSyntaxError):
+                err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
+                sys.exit(EXIT_BAD_INPUT)
+            if build is not None and isinstance(exc, build.LabError):
+                fail(str(exc), exc.exit_code)
+            if plan is not None and isinstance(exc, plan.UnknownName):
+                fail(str(exc), EXIT_BAD_INPUT)
+            raise
         except KeyboardInterrupt:
             fail("interrupted; everything this command created was removed", 130)
 

@@ -67,7 +67,7 @@ def engine_names() -> list[str]:
 
 
 def get(name: str) -> Engine:
-    return load_plugins()[name]()
+    return registry.lookup(name)()
 
 
 def run_checked(lab: Lab, node: str, argv: list[str], stdin: str = "", what: str = "") -> str:

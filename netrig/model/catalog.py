@@ -8,6 +8,7 @@ down. What the plan asks of a routing plugin is written here as a Protocol.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -34,9 +35,27 @@ class RoutingTraits(Protocol):
 
 @dataclass(frozen=True)
 class Catalog:
-    """Registries of plugin classes by kind; each loads its package on first use."""
+    """Registries of plugin classes by kind. Each is handed over as a function that returns
+    it, called on first use: a lab file without a firewall, services or measurements never
+    imports those plugin packages (`netrig validate` starts fast)."""
 
-    routing: Registry[Any]
-    firewall: Registry[Any]
-    services: Registry[Any]
-    measure: Registry[Any]
+    routing_registry: Callable[[], Registry[Any]]
+    firewall_registry: Callable[[], Registry[Any]]
+    services_registry: Callable[[], Registry[Any]]
+    measure_registry: Callable[[], Registry[Any]]
+
+    @property
+    def routing(self) -> Registry[Any]:
+        return self.routing_registry()
+
+    @property
+    def firewall(self) -> Registry[Any]:
+        return self.firewall_registry()
+
+    @property
+    def services(self) -> Registry[Any]:
+        return self.services_registry()
+
+    @property
+    def measure(self) -> Registry[Any]:
+        return self.measure_registry()

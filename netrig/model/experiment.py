@@ -43,23 +43,13 @@ from pydantic import Field, ValidationError, field_validator
 
 from netrig.model import foreign, yamlmarks
 from netrig.model.expr import substitute
+from netrig.model.filekind import EXPERIMENT_KEYS
 from netrig.model.load import Problem, SpecError, _problems
 from netrig.model.models import LabSpec, Seconds, Strict
 from netrig.model.yamlmarks import KeyPath
 
 Scalar = bool | int | float | str
 Vary = dict[str, list[Scalar]] | list[dict[str, Scalar]]
-EXPERIMENT_KEYS = (
-    "measure",
-    "events",
-    "vary",
-    "params",
-    "repeat",
-    "order",
-    "warmup",
-    "cooldown",
-    "stop_on_failure",
-)
 # the experiment's own keys but measure and events, and `lab:` (a path to a lab file)
 NOT_SUBSTITUTED = ("lab", *(k for k in EXPERIMENT_KEYS if k not in ("measure", "events")))
 MAX_EXPR = 200  # characters inside one {…}
@@ -250,11 +240,6 @@ def load_experiment_model_text(
         params=params,
         stop_on_failure=keys.stop_on_failure,
     )
-
-
-def is_experiment(data: Any) -> bool:
-    """A file with `measure:` (or any other experiment key) is an experiment, else a lab."""
-    return isinstance(data, dict) and any(k in data for k in EXPERIMENT_KEYS)
 
 
 def substitute_point(model: ExperimentModel, values: dict[str, Any]) -> PointModel:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from netrig.model import clab, mininet, yamlmarks
+from netrig.model import yamlmarks
 from netrig.model.problems import Problem, SpecError
 
 Kind = Literal["netrig", "clab", "mininet"]
@@ -51,14 +51,20 @@ def read_text(path: str) -> str:
 def lab_doc(path: str, *, topo: str | None = None) -> yamlmarks.MarkedDoc:
     """The lab file at PATH as netrig lab data with marks, whatever tool it was written for."""
     if kind_of(path) == "mininet":
+        from netrig.model import mininet  # the readers of other tools' files: only for those
+
         return mininet.lab_doc(path, topo)
     if topo is not None:
         raise SpecError([Problem("--topo", "--topo applies to Mininet topology files (*.py)")])
     text = read_text(path)
     if os.path.basename(path).endswith((".clab.yml", ".clab.yaml")):
+        from netrig.model import clab
+
         return clab.lab_doc(text, path)
     doc = yamlmarks.load(text, path)
     if kind_of(path, doc.data) == "clab":
+        from netrig.model import clab
+
         return clab.lab_doc(text, path)
     return doc
 

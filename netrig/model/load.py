@@ -82,11 +82,11 @@ def from_spec(spec: LabSpec, catalog: Catalog) -> LabGraph:
 def _check_firewall_engines(
     spec: LabSpec, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
 ) -> None:
-    known = catalog.firewall.load()
     problems = []
     for i, node in enumerate(spec.nodes):
-        if node.firewall is not None and node.firewall.engine not in known:
+        if node.firewall is not None and catalog.firewall.get(node.firewall.engine) is None:
             engine = node.firewall.engine
+            known = catalog.firewall.load()
             where = doc.where(("nodes", i, "firewall", "engine")) if doc else "<spec>"
             hint = _did_you_mean(engine, known)
             problems.append(
@@ -103,9 +103,10 @@ def _make_protocol(
     spec: LabSpec, doc: yamlmarks.MarkedDoc | None, catalog: Catalog
 ) -> RoutingTraits:
     where = doc.where if doc else (lambda path, key=False: "<spec>")
-    protocols = catalog.routing.load()
     name = spec.routing.protocol
-    if name not in protocols:
+    cls = catalog.routing.get(name)  # imports that protocol's module only
+    if cls is None:
+        protocols = catalog.routing.load()
         hint = _did_you_mean(name, protocols)
         raise SpecError(
             [
@@ -117,13 +118,12 @@ def _make_protocol(
             ]
         )
     try:
-        cls = protocols[name]
         proto: RoutingTraits = cls(cls.Options.model_validate(spec.routing.options()))
     except ValidationError as exc:
         if doc is None:
             raise SpecError([Problem("<spec>", str(exc))]) from None
         problems = _problems(
-            exc, doc, protocols[name].Options, prefix=("routing",), also_known=("protocol",)
+            exc, doc, cls.Options, prefix=("routing",), also_known=("protocol",)
         )
         raise SpecError(problems) from None
     if (

@@ -158,7 +158,7 @@ def _events(
     """Each event read and checked against the point's lab: the link or node must exist, and
     stopping a node needs a routing daemon to stop."""
     problems, events = [], []
-    has_daemons = catalog.routing.load()[plan.protocol].runs_daemons()
+    has_daemons = catalog.routing.lookup(plan.protocol).runs_daemons()
     for i, text in enumerate(texts):
         where = doc.where(("events", i))
         try:
@@ -184,7 +184,6 @@ def _events(
 def _steps(
     doc: yamlmarks.MarkedDoc, items: list[Any], plan: LabPlan, catalog: Catalog
 ) -> list[MeasureStep]:
-    plugins = catalog.measure.load()
     problems: list[Problem] = []
     steps: list[MeasureStep] = []
     names: set[str] = set()
@@ -196,7 +195,7 @@ def _steps(
                     where,
                     "a measurement is one `tool: {options}` mapping, "
                     f"e.g. `- iperf3: {{client: n1, server: n2}}`; tools: "
-                    f"{', '.join(sorted(plugins))}",
+                    f"{', '.join(sorted(catalog.measure.load()))}",
                 )
             )
             continue

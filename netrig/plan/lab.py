@@ -186,8 +186,12 @@ def _node_programs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[P
             plan.shares = spec_node.netns
             plan.ns = f"{graph.spec.name}-{spec_node.netns}"
         kinds = [next(iter(s)) if isinstance(s, dict) else s for s in spec_node.services]
-        known = graph.catalog.services.load()
-        wants_run = any(getattr(known.get(k), "private_run", False) for k in kinds)
+        services = graph.catalog.services if kinds else None  # the plugins named, no other
+        wants_run = any(
+            getattr(services.get(k), "private_run", False)
+            for k in kinds
+            if services is not None and isinstance(k, str)
+        )
         plan.private_run = bool(plan.exec or plan.cmd or plan.binds or plan.shares or wants_run)
 
 

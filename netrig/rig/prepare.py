@@ -17,37 +17,54 @@ import os
 import shutil
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from netrig import firewall, measure, routing, services
-from netrig.host import features
 from netrig.model import load as model_load
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog
-from netrig.model.experiment import (
-    is_experiment,
-    load_experiment_model,
-    load_experiment_model_text,
-)
+from netrig.model.filekind import is_experiment
 from netrig.model.load import LabGraph, Problem, SpecError
-from netrig.model.models import LabSpec
-from netrig.plan.experiment import ExperimentPlan, plan_experiment
 from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
-from netrig.switch import ovs
+
+if TYPE_CHECKING:
+    from netrig.base.registry import Registry
+    from netrig.model.models import LabSpec
+    from netrig.plan.experiment import ExperimentPlan
+
+# Imported where they are used, not here: a lab file's `netrig validate` needs neither the
+# experiment model, the host's kernel features, Open vSwitch nor the plugin packages it
+# does not name (tests/test_startup.py checks what it imports).
+
+
+def _routing() -> Registry[Any]:
+    from netrig import routing
+
+    return routing.registry
+
+
+def _firewall() -> Registry[Any]:
+    from netrig import firewall
+
+    return firewall.registry
+
+
+def _services() -> Registry[Any]:
+    from netrig import services
+
+    return services.registry
+
+
+def _measure() -> Registry[Any]:
+    from netrig import measure
+
+    return measure.registry
 
 
 @cache
 def catalog() -> Catalog:
-    """Every plugin registry, each loading its package on first use."""
-    return Catalog(
-        routing=routing.registry,
-        firewall=firewall.registry,
-        services=services.registry,
-        measure=measure.registry,
-    )
+    """Every plugin registry, each package imported on first use."""
+    return Catalog(_routing, _firewall, _services, _measure)
 
 
 # ------------------------------------------------------------------ lab files
@@ -65,6 +82,8 @@ def load_text(text: str, file: str = "<string>") -> LabGraph:
 def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
     """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
     if isinstance(spec, dict):
+        import yaml
+
         return load_text(yaml.safe_dump(spec), "<dict>")
     return model_load.from_spec(spec, catalog())
 
@@ -105,6 +124,9 @@ def load_experiment(
 ) -> ExperimentPlan:
     """Read, plan and check an experiment file (its lab named `name` if given); SpecError
     (file:line:col) if it is wrong."""
+    from netrig.model.experiment import load_experiment_model
+    from netrig.plan.experiment import plan_experiment
+
     model = load_experiment_model(path, overrides, repeat, name)
     return _checked(plan_experiment(model, catalog()))
 
@@ -115,12 +137,17 @@ def load_experiment_text(
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
 ) -> ExperimentPlan:
+    from netrig.model.experiment import load_experiment_model_text
+    from netrig.plan.experiment import plan_experiment
+
     model = load_experiment_model_text(text, file, overrides, repeat)
     return _checked(plan_experiment(model, catalog()))
 
 
 def _checked(exp: ExperimentPlan) -> ExperimentPlan:
     """The preflight of every distinct lab of the sweep and of the measurements' programs."""
+    from netrig import measure
+
     problems: list[Problem] = []
     seen: set[str] = set()
     for point in exp.points:
@@ -157,7 +184,7 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
     problems: list[Problem] = []
     for i, link in enumerate(plan.links):
         netem = [k for k in ("delay", "jitter", "loss") if getattr(link, k, None)]
-        if netem and not features.has_feature("netem"):
+        if netem and not _has_netem():
             path = graph.links[i].path if graph is not None else ()
             problems.append(
                 Problem(
@@ -166,7 +193,7 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
                     "qdisc; this kernel has no netem (see `netrig doctor`)",
                 )
             )
-    cls = catalog().routing.load()[plan.protocol]
+    cls = catalog().routing.lookup(plan.protocol)
     proto = cls(cls.Options.model_validate(plan.routing_options))  # its options pick its programs
     for program, package in proto.programs.items():
         if shutil.which(program) is None:
@@ -179,12 +206,14 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
             )
     ovs_nodes = [n for n in plan.nodes.values() if n.ovs is not None]
     if ovs_nodes:
+        from netrig.switch import ovs
+
         missing = ovs.missing_tools(any(n.ovs and n.ovs.controller == "standalone" for n in ovs_nodes))
         if missing:
             problems.append(Problem(where(node_path(ovs_nodes[0].name)), missing))
     for name, node in plan.nodes.items():
         if node.firewall:
-            lacking = firewall.get(node.firewall["engine"]).missing()
+            lacking = catalog().firewall.lookup(node.firewall["engine"])().missing()
             if lacking:
                 problems.append(Problem(where((*node_path(name), "firewall", "engine")), lacking))
         for j, (source, inside, _ro) in enumerate(node.binds):
@@ -208,3 +237,9 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
                         )
                     )
     return problems
+
+
+def _has_netem() -> bool:
+    from netrig.host import features
+
+    return features.has_feature("netem")

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from netrig.base.plugin import OptionsT, Plugin
 from netrig.base.registry import Registry
-from netrig.lab.daemons import Route, protocol_route
 
 if TYPE_CHECKING:
+    from netrig.lab.daemons import Route
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.model.load import LabGraph
     from netrig.model.yamlmarks import KeyPath
@@ -59,6 +59,8 @@ class RoutingProtocol(Plugin[OptionsT]):
 
     def is_ours(self, route: Route) -> bool:
         """Whether a kernel route is this protocol's (what convergence waits for)."""
+        from netrig.lab.daemons import protocol_route  # the lab core, once a lab is up
+
         return protocol_route(route)
 
     def start(self, lab: Lab) -> None:
@@ -84,5 +86,5 @@ load_plugins = registry.load
 
 def make(protocol: str, options: dict[str, Any]) -> RoutingProtocol:
     """A configured plugin; raises KeyError for an unknown name, ValidationError for options."""
-    cls = load_plugins()[protocol]
+    cls = registry.lookup(protocol)
     return cls(cls.Options.model_validate(options))

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.plan.model import LabPlan, RoutePlan
-from netrig.plan.routes import compute_routes
+from netrig.plan.routes_py import compute_routes
 from netrig.routing import RoutingProtocol, register
 
 # net.ipv4.fib_multipath_hash_policy: 0 = L3 (addresses), 1 = L4 (five-tuple)

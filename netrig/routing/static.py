@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from netrig.base.plugin import NoOptions
 from netrig.plan.model import LabPlan, RoutePlan
-from netrig.plan.routes import compute_routes
+from netrig.plan.routes_py import compute_routes
 from netrig.routing import RoutingProtocol, register
 
 

@@ -1,0 +1,181 @@
+"""How fast does a command that does little start, and how fast does `netrig down` return?
+
+1. Start-up: `netrig --help` and `netrig validate` of a 100-node ring (static routing)
+   against a bare start of the same Python (`python -c pass`), interleaved, medians
+   (target: each <= 4x the bare start). Wall time, and the children's CPU time, which a
+   busy machine disturbs less.
+2. `netrig down` of a 100-node ring (command line, Python start included) against the by-hand
+   way measured in the same run: 100 namespaces made with one `ip -batch` and removed with
+   `ip netns del`, one process each (what a script does), and with one `ip -batch` of
+   `netns del` lines (what an expert does). Target: `netrig down` <= 0.1 s.
+3. (not with --quick) `netrig down` of a babel ring of 6: how long it takes, and that no
+   daemon it recorded is still running when it returns.
+
+Deleted namespaces are freed by the kernel after they are removed and slow whatever comes
+next, so every removal is followed by a pause before the next timing.
+
+    python benchmarks/startup_down.py             # 15 start-ups each, 5 downs each way
+    python benchmarks/startup_down.py --quick     # 5 and 2, no daemons: a CI smoke run
+    python benchmarks/startup_down.py --check     # exit 1 if a ratio or time is off target
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from netrig.lab import netns
+from netrig.lab.ledger import Ledger, process_alive
+
+STARTUP_TARGET = 4.0  # x a bare Python start
+DOWN_TARGET = 0.1  # seconds, 100 nodes
+NETRIG = [sys.executable, "-m", "netrig"]
+
+
+def timed(argv: list[str], **kwargs: object) -> tuple[float, float]:
+    """(wall, CPU of the child) seconds of one run of argv, which must succeed."""
+    before = os.times()
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kwargs)  # type: ignore[call-overload]
+    wall = time.perf_counter() - start
+    after = os.times()
+    cpu = after.children_user - before.children_user
+    return wall, cpu + after.children_system - before.children_system
+
+
+def settle(count: int) -> None:
+    """Give the kernel time to free `count` removed namespaces."""
+    time.sleep(0.3 + count * 0.004)
+
+
+def startup(reps: int, lab_file: str) -> dict[str, tuple[float, float]]:
+    runs = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "netrig --help": [*NETRIG, "--help"],
+        "netrig validate (100 nodes)": [*NETRIG, "validate", lab_file],
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    # a warm-up run each, for the page cache and the bytecode an installed netrig has (one
+    # that compiles its modules on every start, PYTHONDONTWRITEBYTECODE=1 and no
+    # __pycache__, pays ~30 ms more)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for argv in runs.values():
+        timed(argv, env=env)
+    for _ in range(reps):
+        for name, argv in runs.items():
+            times[name].append(timed(argv))
+    return {
+        name: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
+        for name, ts in times.items()
+    }
+
+
+def netrig_down(lab_file: str, name: str) -> float:
+    subprocess.run([*NETRIG, "up", lab_file, "--no-check"], check=True, capture_output=True)
+    wall, _ = timed([*NETRIG, "down", name])
+    if any(ns.startswith(f"{name}-") for ns in netns.list_names()):
+        raise SystemExit(f"netrig down {name} left namespaces behind")
+    return wall
+
+
+def by_hand(prefix: str, n: int, batch: bool) -> float:
+    names = [f"{prefix}-n{i}" for i in range(1, n + 1)]
+    subprocess.run(["ip", "-batch", "-"], input="".join(f"netns add {x}\n" for x in names),
+                   text=True, check=True)  # fmt: skip
+    start = time.perf_counter()
+    if batch:
+        subprocess.run(["ip", "-batch", "-"], input="".join(f"netns del {x}\n" for x in names),
+                       text=True, check=True)  # fmt: skip
+    else:
+        for x in names:
+            subprocess.run(["ip", "netns", "del", x], check=True)
+    return time.perf_counter() - start
+
+
+def down_with_daemons(tmp: str) -> tuple[float, int, int]:
+    """(seconds, daemons recorded, daemons still running on return) of a babel ring of 6."""
+    name = f"bd{uuid.uuid4().hex[:6]}"
+    path = os.path.join(tmp, "babel.yaml")
+    Path(path).write_text(
+        f"name: {name}\ntopology: {{kind: ring, nodes: 6}}\n"
+        "routing: {protocol: babel, hello_interval: 1}\n"
+    )
+    subprocess.run([*NETRIG, "up", path, "--no-check"], check=True, capture_output=True)
+    daemons = {o.pid: o.starttime for o in Ledger().objects(name, "process") if o.pid}
+    wall, _ = timed([*NETRIG, "down", name])
+    still = [pid for pid, st in daemons.items() if process_alive(pid, st)]
+    return wall, len(daemons), len(still)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="few repetitions, no daemons (< 30 s)")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    args = ap.parse_args()
+    reps, downs = (5, 2) if args.quick else (15, 5)
+    ok = True
+    tag = uuid.uuid4().hex[:4]
+    with tempfile.TemporaryDirectory() as tmp:
+        name = f"sd{tag}"
+        lab_file = os.path.join(tmp, "ring100.yaml")
+        Path(lab_file).write_text(
+            f"name: {name}\ntopology: {{kind: ring, nodes: 100}}\nrouting: {{protocol: static}}\n"
+        )
+        print(f"start-up, median of {reps} interleaved runs (wall, CPU):")
+        results = startup(reps, lab_file)
+        bare_wall, bare_cpu = results["python -c pass"]
+        for what, (wall, cpu) in results.items():
+            ratio = wall / bare_wall
+            print(
+                f"  {what:28s} {wall:6.3f} s  {ratio:5.1f}x   CPU {cpu:6.3f} s  "
+                f"{cpu / bare_cpu:5.1f}x" + ("" if what.startswith("python") else
+                f"   (target <= {STARTUP_TARGET:g}x)")
+            )  # fmt: skip
+            if not what.startswith("python") and ratio > STARTUP_TARGET:
+                ok = False
+        if os.geteuid() != 0:
+            print("down: needs root (network namespaces); skipped")
+            return 0 if ok or not args.check else 1
+        print(f"down of 100 nodes, median of {downs} interleaved runs:")
+        times: dict[str, list[float]] = {
+            "netrig down": [],
+            "ip netns del x100": [],
+            "ip -batch": [],
+        }
+        for i in range(downs):
+            times["netrig down"].append(netrig_down(lab_file, name))
+            settle(100)
+            times["ip netns del x100"].append(by_hand(f"sh{tag}{i}", 100, batch=False))
+            settle(100)
+            times["ip -batch"].append(by_hand(f"sb{tag}{i}", 100, batch=True))
+            settle(100)
+        ours = statistics.median(times["netrig down"])
+        for what, ts in times.items():
+            median = statistics.median(ts)
+            print(f"  {what:28s} {median:6.3f} s   netrig down / this: {ours / median:5.2f}")
+        print(f"  netrig down {ours:.3f} s (target <= {DOWN_TARGET:g} s, Python start included)")
+        ok = ok and ours <= DOWN_TARGET
+        if not args.quick:
+            if any(os.access(os.path.join(d, "babeld"), os.X_OK) for d in os.get_exec_path()):
+                wall, recorded, still = down_with_daemons(tmp)
+                print(
+                    f"down of a babel ring of 6: {wall:.3f} s; {recorded} daemons recorded, "
+                    f"{still} still running when it returned (must be 0)"
+                )
+                ok = ok and still == 0
+            else:
+                print("down with daemons: babeld is not installed; skipped")
+    return 0 if ok or not args.check else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

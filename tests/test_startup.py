@@ -1,0 +1,132 @@
+"""A command that does little starts fast: what `netrig --help` and `netrig validate` import
+(a property, read from `python -X importtime`, not a time), and the command table that lets
+the command line import one command's module only."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from netrig import cli as cli_package
+from tests.conftest import new_lab_name, requires_root
+
+# never needed to start, to print help or to check a lab file
+HEAVY = {
+    "numpy", "scipy", "matplotlib", "pandas", "dask", "distributed", "hypothesis",
+    "networkx", "graphviz", "pyroute2", "rich",
+}  # fmt: skip
+
+
+# sys.modules at exit: importlib.import_module (plugins, commands) is not in -X importtime
+AT_EXIT = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules))))\n"
+    "sys.argv[0] = 'netrig'\n"
+    "runpy.run_module('netrig', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def imported(*argv: str, cwd: Path | None = None) -> set[str]:
+    """Every module `python -X importtime -m netrig ARGV` imports (it must exit 0): what
+    importtime reports, and what sys.modules holds when the same command line exits."""
+    found: set[str] = set()
+    for python in (["-X", "importtime", "-m", "netrig"], ["-c", AT_EXIT]):
+        done = subprocess.run(
+            [sys.executable, *python, *argv], capture_output=True, text=True, cwd=cwd
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        for line in done.stderr.splitlines():
+            if line.startswith("import time:") and line.count("|") == 2:
+                found.add(line.split("|")[2].strip())
+            elif line.startswith("MODULES "):
+                found.update(line.split()[1:])
+    assert "netrig.cli" in found  # both measurements saw netrig at all
+    return found - {"package"}
+
+
+def tops(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_help_imports_no_command_and_nothing_heavy() -> None:
+    modules = imported("--help")
+    assert not {m for m in modules if m.startswith("netrig.cli.cmd_")}
+    assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
+
+
+def test_validate_of_a_100_node_ring_imports_only_what_the_file_names(tmp_path: Path) -> None:
+    (tmp_path / "ring.yaml").write_text(
+        "name: ring100\ntopology: {kind: ring, nodes: 100}\nrouting: {protocol: static}\n"
+    )
+    modules = imported("validate", "ring.yaml", cwd=tmp_path)
+    assert {"netrig.cli.cmd_validate", "netrig.routing.static", "pydantic"} <= modules
+    assert not tops(modules) & HEAVY
+    other_commands = {m for m in modules if m.startswith("netrig.cli.cmd_")}
+    assert other_commands == {"netrig.cli.cmd_validate"}
+    plugins = {m for m in modules if m.split(".")[1:2] in (["routing"], ["services"])}
+    assert plugins == {"netrig.routing", "netrig.routing.static"}  # no other protocol's models
+    lazy = [
+        "netrig.firewall", "netrig.services", "netrig.measure", "netrig.switch",
+        "netrig.model.clab", "netrig.model.mininet", "netrig.model.experiment",
+        "netrig.plan.experiment", "netrig.plan.routes", "netrig.host", "netrig.lab",
+        "netrig.rig.lab",
+    ]  # fmt: skip
+    assert [m for m in lazy if m in modules] == []
+
+
+def test_other_tools_readers_load_for_their_files_only() -> None:
+    examples = Path(__file__).parent.parent / "examples"
+    modules = imported("validate", str(examples / "clab-bridge.clab.yml"))
+    assert "netrig.model.clab" in modules and "netrig.model.mininet" not in modules
+
+
+def test_the_command_table_matches_the_command_modules() -> None:
+    """cli.COMMANDS names every command of every cmd_ module, with click's short help."""
+    modules = [i.name for i in pkgutil.iter_modules(cli_package.__path__)]
+    found: dict[str, tuple[str, str]] = {}
+    group = cli_package.cli
+    for module in sorted(m for m in modules if m.startswith("cmd_")):
+        importlib.import_module(f"netrig.cli.{module}")
+    for name, command in group.commands.items():
+        module = sys.modules[command.callback.__module__].__name__  # type: ignore[union-attr]
+        found[name] = (module.removeprefix("netrig.cli.cmd_"), command.get_short_help_str(10**6))
+    assert found == cli_package.COMMANDS
+    assert {n for n, c in group.commands.items() if c.short_help} == cli_package.AS_WRITTEN
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_help_lists_the_commands_as_click_would(width: int) -> None:
+    """The table's help layout equals click's own from the imported commands."""
+    cli_package._register()
+    group = cli_package.cli
+    lazy = click.HelpFormatter(width=width)
+    with click.Context(group) as ctx:
+        group.format_commands(ctx, lazy)
+        eager = click.HelpFormatter(width=width)
+        click.Group.format_commands(group, ctx, eager)
+    assert lazy.getvalue() == eager.getvalue() and "validate" in lazy.getvalue()
+
+
+@requires_root
+def test_down_imports_the_lab_core_only() -> None:
+    """`netrig down` reads the ledger and ends processes: no YAML, pydantic, plugin or rich."""
+    modules = imported("down", new_lab_name())  # a lab that is not up: said, and exit 0
+    assert "netrig.lab.teardown" in modules
+    assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
+    assert not {m for m in modules if m.startswith(("netrig.routing", "netrig.plan", "netrig.rig"))}
+
+
+@pytest.mark.parametrize("incomplete", ["", "s", "ex", "-"])
+def test_completion_offers_what_click_would(incomplete: str) -> None:
+    cli_package._register()
+    group = cli_package.cli
+    with click.Context(group) as ctx:
+        ours = [(i.value, i.help) for i in group.shell_complete(ctx, incomplete)]
+        theirs = [(i.value, i.help) for i in click.Group.shell_complete(group, ctx, incomplete)]
+    assert ours == theirs and ours
