@@ -39,7 +39,10 @@ EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def fail(message: str, code: int) -> None:
-    err_console.print(f"[bold red]netrig:[/] {message}", soft_wrap=True)
+    """MESSAGE on stderr as it is (a `[...]` in it is text, not rich markup), exit CODE."""
+    from rich.markup import escape
+
+    err_console.print(f"[bold red]netrig:[/] {escape(message)}", soft_wrap=True)
     sys.exit(code)
 
 
@@ -54,6 +57,14 @@ def require_root(command: str) -> None:
             "run it as root, e.g. with sudo",
             EXIT_BAD_INPUT,
         )
+
+
+def _where_line(where: str, message: str, tag: str = "") -> str:
+    """`file:line:col: message` as rich markup, the user's own text escaped (a key `a[b]`
+    or a file `[x].yaml` must show as written)."""
+    from rich.markup import escape
+
+    return f"[bold]{escape(where)}[/]: {tag}{escape(message)}"
 
 
 def reports_errors(fn: F) -> F:
@@ -71,7 +82,7 @@ def reports_errors(fn: F) -> F:
                 return fn(*args, **kwargs)
         except SpecError as exc:
             for problem in exc.problems:
-                err_console.print(f"[bold]{problem.where}[/]: {problem.message}", soft_wrap=True)
+                err_console.print(_where_line(problem.where, problem.message), soft_wrap=True)
             sys.exit(EXIT_BAD_INPUT)
         except Exception as exc:
             # the others exist only once their modules are imported (YAML's reader, the lab
@@ -81,7 +92,7 @@ def reports_errors(fn: F) -> F:
             build = sys.modules.get("netrig.lab.build")
             plan = sys.modules.get("netrig.plan.model")
             if yamlmarks is not None and isinstance(exc, yamlmarks.YamlSyntaxError):
-                err_console.print(f"[bold]{exc.where}[/]: {exc.message}", soft_wrap=True)
+                err_console.print(_where_line(exc.where, exc.message), soft_wrap=True)
                 sys.exit(EXIT_BAD_INPUT)
             if build is not None and isinstance(exc, build.LabError):
                 fail(str(exc), exc.exit_code)
@@ -144,7 +155,7 @@ def _show_notes(fallback: Callable[..., None]) -> Callable[..., None]:
         if text not in shown:
             shown.add(text)
             where, _, rest = text.partition(": ")
-            err_console.print(f"[bold]{where}[/]: [yellow]note:[/] {rest}", soft_wrap=True)
+            err_console.print(_where_line(where, rest, "[yellow]note:[/] "), soft_wrap=True)
 
     return show
 
