@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -15,6 +17,8 @@ import pytest
 
 from netrig import cli as cli_package
 from tests.conftest import new_lab_name, requires_root
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # never needed to start, to print help or to check a lab file
 HEAVY = {
@@ -130,3 +134,18 @@ def test_completion_offers_what_click_would(incomplete: str) -> None:
         ours = [(i.value, i.help) for i in group.shell_complete(ctx, incomplete)]
         theirs = [(i.value, i.help) for i in click.Group.shell_complete(group, ctx, incomplete)]
     assert ours == theirs and ours
+
+
+@pytest.mark.parametrize("delay", [0.03, 0.08, 0.15, 0.3])
+def test_ctrl_c_while_netrig_loads_is_no_traceback(delay: float) -> None:
+    """Ctrl-C at any moment of a start: exit 130 (or the command's own code if it was
+    done), never a KeyboardInterrupt traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", "validate", str(ROOT / "examples" / "ring16.yaml")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err, err
+    assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)

@@ -8,6 +8,7 @@ module of NAME (tests/test_startup.py checks the table against the modules).
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
@@ -149,4 +150,8 @@ def _register() -> None:
 
 
 def main() -> None:
-    cli(prog_name="netrig")  # prog_name also names the completion variable
+    try:
+        cli(prog_name="netrig")  # prog_name also names the completion variable
+    except KeyboardInterrupt:  # Ctrl-C while a command's modules load, before it created anything
+        sys.stderr.write("netrig: interrupted\n")
+        sys.exit(130)
