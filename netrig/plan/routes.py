@@ -15,11 +15,11 @@ from __future__ import annotations
 import heapq
 import socket
 from collections import defaultdict
-from ipaddress import ip_network
 
 import numpy as np
 
 from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
+from netrig.plan.prefixes import destination_prefixes, port_address, range_to_cidrs
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -38,7 +38,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
     rows_of = _distance_rows(n_h, n_v, rows, cols, weights)
-    spans = _Spans(_destination_prefixes(plan, hosts, nets))
+    spans = _Spans(destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
     routes: dict[str, list[RoutePlan]] = {}
     for chunk in range(0, n_h, DIST_CHUNK):
@@ -243,21 +243,8 @@ def distances(
     return dist
 
 
-def _destination_prefixes(
-    plan: LabPlan, hosts: list[str], nets: list[NetworkPlan]
-) -> list[list[tuple[int, int, int]]]:
-    """Per vertex: (version, first address, last address) of what it stands for."""
-    out: list[list[tuple[int, int, int]]] = []
-    for name in hosts:
-        out.append([_span(cidr) for cidr in plan.nodes[name].loopbacks])
-    for net in nets:
-        out.append([_span(cidr) for cidr in net.prefixes])
-    return out
 
 
-def _span(cidr: str) -> tuple[int, int, int]:
-    net = ip_network(cidr, strict=False)
-    return net.version, int(net.network_address), int(net.broadcast_address)
 
 
 def _run_routes(  # type: ignore[no-untyped-def]
@@ -269,7 +256,7 @@ def _run_routes(  # type: ignore[no-untyped-def]
     nexthops = []
     for j in idx:
         v, net, port, _ = gateways[j]
-        gw = _port_address(hosts[v], net, version)
+        gw = port_address(hosts[v], net, version)
         if gw is None:
             return []
         ifindex = (
@@ -281,7 +268,7 @@ def _run_routes(  # type: ignore[no-untyped-def]
     bits = 32 if version == 4 else 128
     return [
         RoutePlan(f"{_text(start, version)}/{bits - size_log}", nexthops)
-        for start, size_log in _range_to_cidrs(lo, hi)
+        for start, size_log in range_to_cidrs(lo, hi)
     ]
 
 
@@ -292,30 +279,8 @@ def _text(addr: int, version: int) -> str:
     return socket.inet_ntop(socket.AF_INET6, addr.to_bytes(16, "big"))
 
 
-def _port_address(gw_node, net: NetworkPlan, version: int) -> str | None:  # type: ignore[no-untyped-def]
-    port = next(p for n, p in net.members if n == gw_node.name)
-    cidrs = (
-        gw_node.bridge.addrs
-        if gw_node.bridge and port == gw_node.bridge.name
-        else gw_node.iface(port).addrs
-    )
-    for cidr in cidrs:
-        addr = cidr.split("/")[0]
-        if (":" in addr) == (version == 6):
-            return addr
-    return None
 
 
-def _range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
-    """The fewest aligned blocks covering [start, end] exactly: (start, log2 size) each."""
-    out = []
-    while start <= end:
-        size_log = (start & -start).bit_length() - 1 if start else 128
-        while size_log and start + (1 << size_log) - 1 > end:
-            size_log -= 1
-        out.append((start, size_log))
-        start += 1 << size_log
-    return out
 
 
 def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:

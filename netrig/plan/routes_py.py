@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from ipaddress import ip_address, ip_network
+from ipaddress import ip_address
 from itertools import compress, pairwise
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.prefixes import destination_prefixes, port_address, range_to_cidrs
 
 PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
@@ -49,7 +50,7 @@ def python_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]] 
         return {}
     h_index = {name: i for i, name in enumerate(hosts)}
     n_h, n_v = len(hosts), len(hosts) + len(nets)
-    spans = _sorted_spans(_destination_prefixes(plan, hosts, nets))
+    spans = _sorted_spans(destination_prefixes(plan, hosts, nets))
     if spans is None:
         return None
     adjacency: dict[int, list[tuple[int, int]]] = {}  # host → [(net k, cost)]
@@ -253,7 +254,7 @@ def _aggregate(
             hops = nexthops[key, version]
             if hops is None:
                 continue
-            for block in _range_to_cidrs(lo, hi):
+            for block in range_to_cidrs(lo, hi):
                 cidr = cidrs.get((version, *block))
                 if cidr is None:
                     cidr = cidrs[version, *block] = _cidr(version, bits, *block)
@@ -269,7 +270,7 @@ def _nexthops(
     out = []
     for j in key if isinstance(key, tuple) else (key,):
         v, net, port, _ = gateways[j]
-        gw = _port_address(hosts[v], net, version)
+        gw = port_address(hosts[v], net, version)
         if gw is None:
             return None
         bridge = node.bridge
@@ -284,46 +285,3 @@ def _cidr(version: int, bits: int, start: int, size_log: int) -> str:
             f"{start >> 24}.{start >> 16 & 255}.{start >> 8 & 255}.{start & 255}/{bits - size_log}"
         )
     return f"{ip_address(start)}/{bits - size_log}"
-
-
-def _destination_prefixes(
-    plan: LabPlan, hosts: list[str], nets: list[NetworkPlan]
-) -> list[list[tuple[int, int, int]]]:
-    """Per vertex: (version, first address, last address) of what it stands for."""
-    out: list[list[tuple[int, int, int]]] = []
-    for name in hosts:
-        out.append([_span(cidr) for cidr in plan.nodes[name].loopbacks])
-    for net in nets:
-        out.append([_span(cidr) for cidr in net.prefixes])
-    return out
-
-
-def _span(cidr: str) -> tuple[int, int, int]:
-    net = ip_network(cidr, strict=False)
-    return net.version, int(net.network_address), int(net.broadcast_address)
-
-
-def _port_address(gw_node: NodePlan, net: NetworkPlan, version: int) -> str | None:
-    port = next(p for n, p in net.members if n == gw_node.name)
-    cidrs = (
-        gw_node.bridge.addrs
-        if gw_node.bridge and port == gw_node.bridge.name
-        else gw_node.iface(port).addrs
-    )
-    for cidr in cidrs:
-        addr = cidr.split("/")[0]
-        if ip_address(addr).version == version:
-            return addr
-    return None
-
-
-def _range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
-    """The fewest aligned blocks covering [start, end] exactly: (start, log2 size) each."""
-    out = []
-    while start <= end:
-        size_log = (start & -start).bit_length() - 1 if start else 128
-        while size_log and start + (1 << size_log) - 1 > end:
-            size_log -= 1
-        out.append((start, size_log))
-        start += 1 << size_log
-    return out
