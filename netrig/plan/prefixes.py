@@ -1,9 +1,11 @@
 """What both route planners (netrig.plan.routes with numpy, netrig.plan.routes_py in pure
-Python) need of a plan's addresses: each destination's address span, a gateway's address on
-a network, and the fewest aligned prefixes that cover a range."""
+Python) share: each destination's address span, a gateway's address on a network, the
+fewest aligned prefixes that cover a range, and Dijkstra's distances in Python."""
 
 from __future__ import annotations
 
+import heapq
+import math
 from ipaddress import ip_network
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan
@@ -50,3 +52,22 @@ def range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
         out.append((start, size_log))
         start += 1 << size_log
     return out
+
+
+def dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
+    """Distances from s to every vertex (math.inf: unreachable) on integer weights."""
+    best: dict[int, int] = {s: 0}
+    heap = [(0, s)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > best[u]:
+            continue
+        for v, w in adj[u]:
+            nd = d + w
+            if nd < best.get(v, nd + 1):
+                best[v] = nd
+                heapq.heappush(heap, (nd, v))
+    row: list[float] = [math.inf] * n_v
+    for v, d in best.items():
+        row[v] = d
+    return row

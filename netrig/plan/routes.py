@@ -12,14 +12,13 @@ win by longest-prefix match anyway). Unused address space is never routed.
 
 from __future__ import annotations
 
-import heapq
 import socket
 from collections import defaultdict
 
 import numpy as np
 
 from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
-from netrig.plan.prefixes import destination_prefixes, port_address, range_to_cidrs
+from netrig.plan.prefixes import destination_prefixes, dijkstra, port_address, range_to_cidrs
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -224,23 +223,7 @@ def distances(
     for r, c, w in zip(rows, cols, weights, strict=True):
         adj[r].append((c, w))
         adj[c].append((r, w))
-    dist = np.full((n_h, n_v), np.inf)
-    for s in range(n_h):
-        row = dist[s]
-        best = {s: 0}
-        heap = [(0, s)]
-        while heap:
-            d, u = heapq.heappop(heap)
-            if d > best[u]:
-                continue
-            for v, w in adj[u]:
-                nd = d + w
-                if nd < best.get(v, nd + 1):
-                    best[v] = nd
-                    heapq.heappush(heap, (nd, v))
-        for v, d in best.items():
-            row[v] = d
-    return dist
+    return np.array([dijkstra(adj, s, n_v) for s in range(n_h)], dtype=float).reshape(n_h, n_v)
 
 
 

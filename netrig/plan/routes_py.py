@@ -13,13 +13,12 @@ tests/plan/test_routes_py.py checks that both give the same routes on every topo
 
 from __future__ import annotations
 
-import heapq
 import math
 from ipaddress import ip_address
 from itertools import compress, pairwise
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
-from netrig.plan.prefixes import destination_prefixes, port_address, range_to_cidrs
+from netrig.plan.prefixes import destination_prefixes, dijkstra, port_address, range_to_cidrs
 
 PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
@@ -116,7 +115,7 @@ def _python_keys(n_h, n_v, nets, h_index, multipath):  # type: ignore[no-untyped
     if len({net.cost for net in nets}) == 1:
         dist = [_bfs(adj, s, n_v, nets[0].cost) for s in range(n_h)]
     else:
-        dist = [_dijkstra(adj, s, n_v) for s in range(n_h)]
+        dist = [dijkstra(adj, s, n_v) for s in range(n_h)]
     exact = max((d for row in dist for d in row if d != math.inf), default=0) < EXACT_BELOW
 
     def keys(s: int, gateways: list[Gateway], order: list[int], own: set[int]) -> list[Key | None]:
@@ -189,24 +188,6 @@ def _bfs(adj: list[list[tuple[int, int]]], s: int, n_v: int, weight: int) -> lis
                     row[v] = d
                     following.append(v)
         frontier = following
-    return row
-
-
-def _dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
-    best: dict[int, int] = {s: 0}
-    heap = [(0, s)]
-    while heap:
-        d, u = heapq.heappop(heap)
-        if d > best[u]:
-            continue
-        for v, w in adj[u]:
-            nd = d + w
-            if nd < best.get(v, nd + 1):
-                best[v] = nd
-                heapq.heappush(heap, (nd, v))
-    row: list[float] = [math.inf] * n_v
-    for v, d in best.items():
-        row[v] = d
     return row
 
 
