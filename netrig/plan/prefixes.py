@@ -1,11 +1,12 @@
 """What both route planners (netrig.plan.routes with numpy, netrig.plan.routes_py in pure
 Python) share: each destination's address span, a gateway's address on a network, the
-fewest aligned prefixes that cover a range, and Dijkstra's distances in Python."""
+fewest aligned prefixes that cover a range, Dijkstra's distances in Python, and the graph hop counts are taken on."""
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from ipaddress import ip_network
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan
@@ -71,3 +72,40 @@ def dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
     for v, d in best.items():
         row[v] = d
     return row
+
+
+def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
+    """The graph hop counts are taken on: vertex i < len(hosts) is hosts[i], vertex
+    len(hosts) + k is plan.networks[k] (a link or a switched segment: one hop, two edges);
+    one (row, col) per member of each network."""
+    index = {name: i for i, name in enumerate(hosts)}
+    rows, cols = [], []
+    for k, net in enumerate(plan.networks):
+        for node, _port in net.members:
+            rows.append(index[node])
+            cols.append(len(hosts) + k)
+    return rows, cols
+
+
+def hop_counts(plan: LabPlan, hosts: list[str]) -> list[list[float]]:
+    """Router hops between every two hosts (a network counts as one hop; math.inf: none),
+    breadth-first in Python: for small labs, where importing numpy costs more."""
+    rows, cols = network_edges(plan, hosts)
+    n_v = len(hosts) + len(plan.networks)
+    adj: list[list[int]] = [[] for _ in range(n_v)]
+    for r, c in zip(rows, cols, strict=True):
+        adj[r].append(c)
+        adj[c].append(r)
+    out = []
+    for s in range(len(hosts)):
+        seen = [-1] * n_v
+        seen[s] = 0
+        queue = deque([s])
+        while queue:
+            u = queue.popleft()
+            for v in adj[u]:
+                if seen[v] < 0:
+                    seen[v] = seen[u] + 1
+                    queue.append(v)
+        out.append([d / 2 if d >= 0 else math.inf for d in seen[: len(hosts)]])
+    return out
