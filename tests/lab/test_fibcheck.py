@@ -40,13 +40,24 @@ def _contains(cidr: str, addr: str) -> bool:
     return ip_address(addr) in ip_network(cidr, strict=False)
 
 
+def both_walks_agree(lab: Lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The pure-Python walk (small labs) and the numpy one (large labs) find the same."""
+    kernels = fibcheck.read_kernels(lab.plan)
+    small = fibcheck.prove(lab.plan, kernels)
+    with monkeypatch.context() as patch:
+        patch.setattr(fibcheck, "SMALL_VERTICES", 0)
+        large = fibcheck.prove(lab.plan, kernels)
+    assert (small.pairs, small.failed) == (large.pairs, large.failed)
+    assert small.reasons == large.reasons
+
+
 def everything_pinged(lab: Lab) -> set[tuple[str, str, str]]:
     pairs = check.check_pairs(lab.plan, "all")
     return set(check.ping_pairs(lab.plan, pairs, 1.0).failed)
 
 
 @requires_root
-def test_a_healthy_lab_is_proven_with_few_echoes(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_healthy_lab_is_proven_with_few_echoes(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
     result = lab.check_result
     assert result is not None and result.ok and result.method == "fib"
@@ -54,10 +65,11 @@ def test_a_healthy_lab_is_proven_with_few_echoes(make_lab) -> None:  # type: ign
     assert result.pairs == len(every) == 20 * 19 * 2  # every pair, both families, proven
     assert result.echoes == len(lab.plan.links) * 2 + 20 * 2  # each link, a sample of pairs
     assert everything_pinged(lab) == set()
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
     for node, family in (("n7", "-4"), ("n13", "-6")):
         victim = gateway_routes(lab, node, family)[2]
@@ -67,10 +79,11 @@ def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_la
         assert set(result.failed) == everything_pinged(lab)
         assert any(f"{node} has no usable route" in why for why in result.reasons.values())
         assert "has no usable route" in result.describe()
+        both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "chain", "nodes": 4}})
     ns = lab.plan.nodes["n2"].ns
     subprocess.run(
@@ -83,10 +96,11 @@ def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab) -> None:
     assert all(":" in addr for _s, _d, addr in result.failed)  # IPv4 still forwards
     assert "n2 does not forward IPv6" in result.describe(limit=50)
     assert set(result.failed) == everything_pinged(lab)
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_link_down_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_link_down_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "ring", "nodes": 6}})
     toward_n5 = next(i.name for i in lab.plan.nodes["n4"].ifaces if i.peer == "n5")
     ip("-n", lab.plan.nodes["n4"].ns, "link", "set", toward_n5, "down")
@@ -94,10 +108,11 @@ def test_a_link_down_fails_the_check(make_lab) -> None:  # type: ignore[no-untyp
     assert not result.ok
     assert ("n4", "n5", lab.addr("n5", 4)) in result.failed  # pinged across: no reply
     assert ("n3", "n5", lab.addr("n5", 4)) in result.failed  # and the FIB path is cut
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_every_branch_of_a_multipath_route_is_walked(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_every_branch_of_a_multipath_route_is_walked(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "ring", "nodes": 8}, "routing": {"protocol": "ecmp"}})
     assert lab.check_result is not None and lab.check_result.method == "fib"
     # n1 reaches n5 (opposite) over n2…n4 and over n8…n6; cut only the n2 side
@@ -108,6 +123,7 @@ def test_every_branch_of_a_multipath_route_is_walked(make_lab) -> None:  # type:
     assert ("n1", "n8", lab.addr("n8")) not in result.failed
     why = result.reasons[("n1", "n5", lab.addr("n5"))]
     assert "multipath" in why or "n3 has no usable route" in why
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
