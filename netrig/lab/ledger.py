@@ -237,8 +237,13 @@ def process_alive(pid: int, starttime: int | None) -> bool:
 
 
 def save_json(path: str, data: object) -> None:
+    save_text(path, json.dumps(data))
+
+
+def save_text(path: str, text: str) -> None:
+    """Write a file whole or not at all (a reader never sees half of it)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(data, fh)
+        fh.write(text)
     os.replace(tmp, path)
