@@ -170,7 +170,7 @@ def _read_here(indexes: list[int]) -> Kernel:
             raw = attrs.get(IFA_LOCAL) or attrs.get(IFA_ADDRESS)
             if raw:
                 k.addrs[AF[family]].append((index, int.from_bytes(raw, "big")))
-        _routes(nlwire.dump_routes(sock), k)
+        _routes(nlwire.dump_routes(sock, nlwire.RT_TABLE_MAIN), k)
         # IPv4 forwards by the switch of the interface a packet came in on, IPv6 by `all`
         k.forwarding[4] = all(_forwarding(sock, 2, i) for i in indexes)
         k.forwarding[6] = _forwarding(sock, 10, NETCONFA_IFINDEX_ALL)
