@@ -47,7 +47,6 @@ from netrig.plan.prefixes import hop_counts, network_edges
 if TYPE_CHECKING:
     import numpy as np
 
-RTM_GETADDR = 22
 IFF_UP, IFF_RUNNING = 0x1, 0x40
 RTN_UNICAST = 1
 RTA_MULTIPATH = 9
@@ -162,7 +161,7 @@ def _read_here(indexes: list[int]) -> Kernel:
     with nlwire.RtnlSocket() as sock:
         k.running = running(sock, indexes)
         body = struct.pack("=BBBBi", 0, 0, 0, 0, 0)
-        for _t, payload in sock.request(RTM_GETADDR, nlwire.NLM_F_DUMP, body):
+        for _t, payload in sock.request(nlwire.RTM_GETADDR, nlwire.NLM_F_DUMP, body):
             family, _plen, _flags, _scope, index = struct.unpack_from("=BBBBi", payload)
             if family not in AF:
                 continue
