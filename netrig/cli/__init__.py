@@ -170,7 +170,10 @@ def main() -> None:
 
 def _quick_exit_command(args: list[str]) -> bool:
     """The command is one of QUICK_EXIT, not acting over a cluster (whose client's threads
-    and connections shut down in Python's own exit)."""
+    and connections shut down in Python's own exit), and no profiler waits for main to
+    return."""
+    if sys.getprofile() is not None:  # python -m cProfile writes its stats after main
+        return False
     words = [a for a in args if not a.startswith("-")]
     return bool(words) and words[0] in QUICK_EXIT and "--cluster" not in args
 
