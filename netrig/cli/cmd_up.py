@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import console, err_console, fail, reports_errors, require_root
-from netrig.plan.model import LabPlan
-from netrig.rig import Lab
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from netrig.plan.model import LabPlan
+    from netrig.rig import Lab
 
 TABLE_ROWS = 24
 
@@ -86,10 +90,10 @@ def up(
     if result := lab.check_result:
         details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
     plan = lab.plan
-    console.print(
-        f"[green]lab {lab.name} is up[/] in {wall:.2f} s: {len(plan.nodes)} nodes, "
-        f"{len(plan.links)} links, {timings.routes} routes ({'; '.join(details)})",
-        soft_wrap=True,
+    click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
+        f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
+        f"{len(plan.nodes)} nodes, {len(plan.links)} links, {timings.routes} routes "
+        f"({'; '.join(details)})"
     )
 
 
@@ -131,7 +135,7 @@ def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
 
 def _lab_of(file: str, name: str | None = None, topo: str | None = None) -> Lab:
     """A lab file's lab, or the lab of an experiment file's first sweep point."""
-    from netrig.rig import prepare
+    from netrig.rig import Lab, prepare
 
     if not prepare.is_experiment_file(file):
         return Lab.from_file(file, name, topo)  # a file that does not parse is reported here
@@ -143,6 +147,8 @@ def _lab_of(file: str, name: str | None = None, topo: str | None = None) -> Lab:
 
 
 def node_table(plan: LabPlan, limit: int = TABLE_ROWS) -> Table:
+    from rich.table import Table  # not for `up -q`, which prints no table
+
     table = Table(title=f"lab {plan.name} ({plan.protocol})", title_justify="left")
     for column in ("node", "kind", "interface", "peer", "addresses"):
         table.add_column(column)

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from netrig import routing, services
-from netrig.firewall import _lab as firewall
-from netrig.lab import check, programs, teardown
+from netrig import routing
+from netrig.lab import check
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_text
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
-from netrig.model.models import LabSpec
 from netrig.plan.model import LabPlan
 from netrig.rig.prepare import catalog, from_spec, plan_file, plan_lab
-from netrig.routing import RoutingProtocol
+
+if TYPE_CHECKING:
+    from netrig.lab import teardown
+    from netrig.model.models import LabSpec
+    from netrig.routing import RoutingProtocol
+
+# Imported where they are used, not here: a lab without firewalls, services, exec lines or
+# daemons (a static ring) never loads the firewall or service plugins, the process helpers
+# of the lab core or its teardown (`netrig up` starts fast; tests/test_startup.py).
 
 
 class Lab(LabRuntime):
@@ -75,13 +81,23 @@ class Lab(LabRuntime):
         self._owner = True
         try:
             self.timings = build(self.plan, self.ledger, say)
-            firewall.apply_all(self, say)
+            nodes = self.plan.nodes.values()
+            if any(n.firewall for n in nodes):
+                from netrig.firewall import _lab as firewall
+
+                firewall.apply_all(self, say)
             save_text(self.ledger.plan_path(self.name), self.plan.to_json())
             self._start_switches(say)
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
-            services.start_all(self, say)
-            programs.start(self, say)
+            if any(n.services for n in nodes):
+                from netrig import services
+
+                services.start_all(self, say)
+            if any(n.cmd or n.exec for n in nodes):
+                from netrig.lab import programs
+
+                programs.start(self, say)
         except BaseException:
             self.down()
             raise
@@ -90,6 +106,8 @@ class Lab(LabRuntime):
 
     @property
     def services(self) -> ServiceSupervision:
+        from netrig import services
+
         return services
 
     @property
@@ -179,8 +197,12 @@ class Lab(LabRuntime):
 
     def down(self) -> teardown.TeardownReport:
         """Stop the protocol's daemons gently, then remove everything the ledger names."""
+        from netrig.lab import teardown
+
         try:
             if self.ledger.objects(self.name, "process"):
+                from netrig import services
+
                 services.stop_all(self)
                 self.protocol.stop(self)
         except Exception:  # a failing stop must never keep the lab from going away
