@@ -25,14 +25,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import ip_interface
-from typing import IO, Any, ClassVar, Literal, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
 from netrig.base.sample import MeasurementFailed, Sample
-from netrig.lab import netns
 from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
     end_group,
     end_process,
@@ -40,10 +39,12 @@ from netrig.lab.procs import (  # noqa: F401  (plugins use them from here)
     socket_inodes,
     wait_all,
 )
-from netrig.lab.runtime import LabRuntime as Lab
 from netrig.model.models import Seconds
 from netrig.model.yamlmarks import KeyPath
 from netrig.plan.model import LabPlan
+
+if TYPE_CHECKING:  # a running lab is only handed in: validating an experiment loads no lab core
+    from netrig.lab.runtime import LabRuntime as Lab
 
 STDERR_KEEP = 8000  # characters of a tool's stderr kept with a failed run
 
@@ -222,6 +223,7 @@ def read_spool(fh: IO[str]) -> str:
 
 def in_namespace(pid: int, lab: Lab, node: str) -> bool:
     """True once the process has entered the node's namespace (it starts in ours)."""
+    from netrig.lab import netns
 
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == netns.ns_inode(lab.ns(node))
