@@ -44,3 +44,18 @@ def test_a_name_imports_its_own_module_only() -> None:
         "assert 'netrig.routing.ospf' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("package", [routing, services, firewall, measure])
+def test_every_plugin_lives_in_the_module_named_after_it(package: object) -> None:
+    """What lets `get(name)` import one module: a plugin registered from a module of another
+    name (two plugins in one file) would make every lookup of it import the whole package."""
+    registry = package.registry  # type: ignore[attr-defined]
+    plugins = registry.load()
+    assert plugins
+    misplaced = {
+        name: cls.__module__
+        for name, cls in plugins.items()
+        if cls.__module__ != f"{registry.package}.{name}"
+    }
+    assert misplaced == {}

@@ -11,7 +11,8 @@ registry's `register`, and found by name.
 Adding a plugin is adding one module to the package: nothing else lists them. A plugin's
 module is named after it, so finding one by name imports that module alone (a lab file
 that names `static` loads neither BIRD's models nor babeld's); a name that no module
-bears (a second plugin of one module) makes the registry import them all.
+bears (a second plugin of one module) makes the registry import them all, so every plugin
+has its own module (tests/test_registry.py checks it).
 """
 
 from __future__ import annotations
