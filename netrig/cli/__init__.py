@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import types
 from contextlib import suppress
 from typing import Any
 
@@ -151,12 +152,37 @@ def _register() -> None:
         importlib.import_module(f"{__name__}.cmd_{module}")
 
 
+class _NoPydanticPlugins:
+    """pydantic looks for plugins of its own (package entry points) when it builds its first
+    model, and imports importlib.metadata to do so (~15 ms at every start, as much as the
+    rest of YAML and netrig's lab model together). The netrig command uses none: when
+    pydantic imports its plugin loader, it gets one that finds none. Only in the command's
+    own process (`main`): a program that imports netrig's API keeps pydantic's own loader."""
+
+    NAME = "pydantic.plugin._loader"
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        if name != self.NAME:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(name, self)
+
+    def create_module(self, spec: Any) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.get_plugins = lambda: ()  # type: ignore[attr-defined]
+
+
 # Commands whose work is all done (joined, committed) when they return: they leave without
 # Python's tear-down of every module and object (~25 ms for a 100-node plan), see _leave.
 QUICK_EXIT = {"up", "down", "validate", "plan", "status"}
 
 
 def main() -> None:
+    if not any(isinstance(f, _NoPydanticPlugins) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPydanticPlugins())  # before pydantic is imported
     try:
         cli(prog_name="netrig")  # prog_name also names the completion variable
     except KeyboardInterrupt:  # Ctrl-C while a command's modules load, before it created anything
