@@ -172,7 +172,7 @@ def test_up_of_a_static_ring_imports_only_what_it_uses(tmp_path: Path) -> None:
     other routing protocols."""
     modules = up_static_ring(tmp_path)
     assert {"netrig.cli.cmd_up", "netrig.rig.lab", "netrig.lab.build", "netrig.lab.check"} <= modules
-    assert not tops(modules) & (HEAVY - {"numpy"})  # numpy: see the next test
+    assert not tops(modules) & HEAVY
     assert {m for m in modules if m.startswith("netrig.cli.cmd_")} == {"netrig.cli.cmd_up"}
     plugins = {m for m in modules if m.split(".")[1:2] == ["routing"]}
     assert plugins == {"netrig.routing", "netrig.routing.static"}
@@ -183,15 +183,6 @@ def test_up_of_a_static_ring_imports_only_what_it_uses(tmp_path: Path) -> None:
         "netrig.experiment.runner", "importlib.metadata",
     ]  # fmt: skip
     assert [m for m in lazy if m in modules] == []
-
-
-@requires_root
-@pytest.mark.xfail(
-    strict=True,  # passes once the check no longer needs numpy: then drop this mark
-    reason="netrig/lab/check.py imports numpy through netrig/plan/routes.py (being removed)",
-)
-def test_up_of_a_static_ring_imports_no_numpy(tmp_path: Path) -> None:
-    assert "numpy" not in tops(up_static_ring(tmp_path))
 
 
 @pytest.mark.parametrize("incomplete", ["", "s", "ex", "-"])
