@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, fail, reports_errors, require_root
+from netrig.cli.common import (
+    console,
+    err_console,
+    fail,
+    frozen_heap,
+    reports_errors,
+    require_root,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -70,7 +77,7 @@ def up(
         return
 
     started = time.perf_counter()
-    with StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
+    with frozen_heap(), StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
         try:
             with stop.armed():
                 timings = lab.up(check_reachability=not no_check, progress=progress)

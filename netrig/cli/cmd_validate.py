@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import SET_OPTION, parse_overrides, reports_errors
+from netrig.cli.common import SET_OPTION, parse_overrides, reports_errors, without_collector
 
 OK = click.style("ok", fg="green")  # click.echo drops the colour when not on a terminal
 
@@ -15,6 +15,7 @@ OK = click.style("ok", fg="green")  # click.echo drops the colour when not on a 
 @SET_OPTION
 @click.option("--topo", metavar="NAME[,ARG…]", help="Mininet files: which of their `topos`.")
 @reports_errors
+@without_collector
 def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | None) -> None:
     """Check lab or experiment FILES: keys, types, node references, names, addresses,
     every sweep point's measurements and events, and what this host lacks for them.

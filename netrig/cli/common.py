@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -103,6 +105,37 @@ def reports_errors(fn: F) -> F:
             fail("interrupted; everything this command created was removed", 130)
 
     return wrapper  # type: ignore[return-value]
+
+
+def without_collector(fn: F) -> F:
+    """For a command that only reads and checks: Python's cyclic garbage collector does not
+    run while it does (its passes over the models and plans, which live to the end anyway,
+    cost ~5% of `netrig validate` of a 100-node ring). Switched back on afterwards, for a
+    caller that runs the command in its own process (tests)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """What exists now (the modules, a lab's plan: every node, address and route) is left
+    out of the collector's passes until the block ends; what is made inside is collected as
+    ever. One full pass over a 100-node ring's plan took ~30 ms of its `netrig up`."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def complete_lab(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
