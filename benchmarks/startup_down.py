@@ -3,7 +3,9 @@
 1. Start-up: `netrig --help` and `netrig validate` of a 100-node ring (static routing)
    against a bare start of the same Python (`python -c pass`), interleaved, medians
    (target: each <= 4x the bare start). Wall time, and the children's CPU time, which a
-   busy machine disturbs less.
+   busy machine disturbs less. As root, also what `netrig up -q --no-check` of that ring
+   spends importing (`python -X importtime`, modules a bare start has left out; target
+   <= 80 ms) and the modules that cost most.
 2. `netrig down` of a 100-node ring (command line, Python start included) against the by-hand
    way measured in the same run: 100 namespaces made with one `ip -batch` and removed with
    `ip netns del`, one process each (what a script does), and with one `ip -batch` of
@@ -37,6 +39,7 @@ from netrig.lab import netns
 from netrig.lab.ledger import Ledger, process_alive
 
 STARTUP_TARGET = 4.0  # x a bare Python start
+UP_IMPORTS_TARGET = 0.080  # seconds of imports of `netrig up -q` of a static ring
 DOWN_TARGET = 0.1  # seconds, 100 nodes
 NETRIG = [sys.executable, "-m", "netrig"]
 
@@ -77,6 +80,45 @@ def startup(reps: int, lab_file: str) -> dict[str, tuple[float, float]]:
         name: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts))
         for name, ts in times.items()
     }
+
+
+def import_times(argv: list[str]) -> dict[str, float]:
+    """Each module `python -X importtime ARGV` imported, with the seconds of its own import
+    (not of those it imported), from its stderr; argv must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv], check=True, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    times: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[0].strip().isdigit():
+            times[parts[2].strip()] = int(parts[0]) / 1e6
+    return times
+
+
+def up_imports(reps: int, lab_file: str, name: str) -> tuple[float, list[tuple[str, float]]]:
+    """Median seconds `netrig up -q --no-check` spends importing what a bare start does not
+    (the modules' own times summed), and that time by top-level package (medians)."""
+    bare = set(import_times(["-c", "pass"]))
+    totals: list[float] = []
+    each: dict[str, list[float]] = {}
+    for _ in range(reps):
+        try:
+            times = import_times(["-m", "netrig", "up", "-q", "--no-check", lab_file])
+        finally:
+            subprocess.run([*NETRIG, "down", name], check=True, capture_output=True)
+            settle(100)
+        by_package: dict[str, float] = {}
+        for module, own in times.items():
+            if module not in bare:
+                package = module.split(".")[0]
+                by_package[package] = by_package.get(package, 0.0) + own
+        totals.append(sum(by_package.values()))
+        for package, t in by_package.items():
+            each.setdefault(package, []).append(t)
+    top = sorted(((m, statistics.median(ts)) for m, ts in each.items()), key=lambda x: -x[1])
+    return statistics.median(totals), top[:6]
 
 
 def netrig_down(lab_file: str, name: str) -> float:
@@ -145,6 +187,13 @@ def main() -> int:
         if os.geteuid() != 0:
             print("down: needs root (network namespaces); skipped")
             return 0 if ok or not args.check else 1
+        spent, top = up_imports(downs, lab_file, name)
+        print(
+            f"imports of `netrig up -q --no-check` (100 nodes), median of {downs} runs: "
+            f"{spent:.3f} s (target <= {UP_IMPORTS_TARGET:g} s); by package: "
+            + ", ".join(f"{m} {t * 1000:.0f} ms" for m, t in top)
+        )
+        ok = ok and spent <= UP_IMPORTS_TARGET
         print(f"down of 100 nodes, median of {downs} interleaved runs:")
         times: dict[str, list[float]] = {
             "netrig down": [],
