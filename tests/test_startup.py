@@ -171,7 +171,12 @@ def test_up_of_a_static_ring_imports_only_what_it_uses(tmp_path: Path) -> None:
     their plugins or helpers is loaded, nor rich (-q prints one line), nor the models of
     other routing protocols."""
     modules = up_static_ring(tmp_path)
-    assert {"netrig.cli.cmd_up", "netrig.rig.lab", "netrig.lab.build", "netrig.lab.check"} <= modules
+    assert {
+        "netrig.cli.cmd_up",
+        "netrig.rig.lab",
+        "netrig.lab.build",
+        "netrig.lab.check",
+    } <= modules
     assert not tops(modules) & HEAVY
     assert {m for m in modules if m.startswith("netrig.cli.cmd_")} == {"netrig.cli.cmd_up"}
     plugins = {m for m in modules if m.split(".")[1:2] == ["routing"]}
@@ -183,6 +188,25 @@ def test_up_of_a_static_ring_imports_only_what_it_uses(tmp_path: Path) -> None:
         "netrig.experiment.runner", "importlib.metadata",
     ]  # fmt: skip
     assert [m for m in lazy if m in modules] == []
+
+
+@requires_root
+def test_exec_in_a_running_lab_loads_no_model_yaml_or_plugin(tmp_path: Path) -> None:
+    """`netrig exec LAB NODE -- CMD` (often run in a loop) needs the saved plan and the
+    exec helper: none of the file model, YAML, pydantic, plugins or rich."""
+    name = new_lab_name("sx")
+    (tmp_path / "ring.yaml").write_text(STATIC_RING.format(name=name))
+    netrig = [sys.executable, "-m", "netrig"]
+    subprocess.run([*netrig, "up", "-q", "--no-check", "ring.yaml"], cwd=tmp_path, check=True)
+    try:
+        modules = imported("exec", name, "n1", "--", "true")
+    finally:
+        subprocess.run([*netrig, "down", name], capture_output=True)
+    assert {"netrig.cli.cmd_exec", "netrig.lab.runtime"} <= modules
+    assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
+    assert not {
+        m for m in modules if m.startswith(("netrig.routing", "netrig.rig", "netrig.model."))
+    } - {"netrig.model.catalog", "netrig.model.problems"}
 
 
 @pytest.mark.parametrize("incomplete", ["", "s", "ex", "-"])

@@ -9,7 +9,7 @@ import click
 
 from netrig.cli import cli
 from netrig.cli.common import complete_lab, complete_node, reports_errors, require_root
-from netrig.rig import Lab
+from netrig.lab.runtime import LabRuntime  # not the rig's Lab: no model, YAML or plugin
 
 
 @cli.command("exec", context_settings={"ignore_unknown_options": True})
@@ -32,7 +32,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...], cluster: str | None) ->
         sys.stderr.write(err)
         sys.exit(code)
     require_root("exec")
-    running = Lab.attach(lab)
+    running = LabRuntime.attach(lab)
     running.plan.node(node)  # a clear error for an unknown node
     try:
         result = running.exec(node, list(command), text=False)
@@ -49,7 +49,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...], cluster: str | None) ->
 def shell(lab: str, node: str) -> None:
     """Open an interactive shell in NODE of LAB (exit it to return)."""
     require_root("shell")
-    running = Lab.attach(lab)
+    running = LabRuntime.attach(lab)
     running.plan.node(node)
     env = dict(os.environ, NETRIG_LAB=lab, NETRIG_NODE=node, PS1=f"[{lab}:{node}] \\w# ")
     sh = os.environ.get("SHELL", "/bin/bash")

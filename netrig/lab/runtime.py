@@ -9,7 +9,7 @@ import os
 import subprocess
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from netrig.lab import netns, run
 from netrig.lab.ledger import Ledger, process_alive, process_starttime
@@ -44,6 +44,9 @@ class ServiceSupervision(Protocol):
     def restart(self, lab: Any, node: str) -> list[str]: ...
 
 
+RuntimeT = TypeVar("RuntimeT", bound="LabRuntime")
+
+
 class LabRuntime:
     """A lab that exists (or is being built): what plugins and faults work with.
 
@@ -56,6 +59,26 @@ class LabRuntime:
     def __init__(self, plan: LabPlan, ledger: Ledger | None = None) -> None:
         self.plan = plan
         self.ledger = ledger or Ledger()
+
+    @classmethod
+    def attach(cls: type[RuntimeT], name: str, ledger: Ledger | None = None) -> RuntimeT:
+        """A lab that is up (built by this or another process), from its saved plan: all
+        that `netrig exec` needs, with no file read, model or plugin loaded."""
+        ledger = ledger or Ledger()
+        if ledger.lab(name) is None:
+            from netrig.lab.build import BadInput
+
+            raise BadInput(f"no lab named {name!r} is up (see `netrig status`)")
+        try:
+            with open(ledger.plan_path(name)) as fh:
+                plan = LabPlan.from_json(fh.read())
+        except FileNotFoundError:
+            from netrig.lab.build import LabError
+
+            raise LabError(
+                f"lab {name!r} is recorded but was never completed; `netrig down {name}`"
+            ) from None
+        return cls(plan, ledger)
 
     @property
     def name(self) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # the lab core holds a Catalog without loading pydantic (`netrig exec`)
+    from pydantic import BaseModel
 
-from netrig.base.registry import Registry
+    from netrig.base.registry import Registry
 
 
 class RoutingTraits(Protocol):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from netrig import routing
 from netrig.lab import check
-from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
+from netrig.lab.build import BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_text
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
 from netrig.plan.model import LabPlan
@@ -54,21 +54,6 @@ class Lab(LabRuntime):
     def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
         """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
         return cls(plan_lab(from_spec(spec)))
-
-    @classmethod
-    def attach(cls, name: str, ledger: Ledger | None = None) -> Lab:
-        """A lab that is up (built by this or another process)."""
-        ledger = ledger or Ledger()
-        if ledger.lab(name) is None:
-            raise BadInput(f"no lab named {name!r} is up (see `netrig status`)")
-        try:
-            with open(ledger.plan_path(name)) as fh:
-                plan = LabPlan.from_json(fh.read())
-        except FileNotFoundError:
-            raise LabError(
-                f"lab {name!r} is recorded but was never completed; `netrig down {name}`"
-            ) from None
-        return cls(plan, ledger)
 
     # ------------------------------------------------------------ lifecycle
 
