@@ -100,6 +100,15 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C while the command's module loads, or before its own handler is in place,
+        exits 130 as it does later (click would say "Aborted!" and exit 1)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.stderr.write("netrig: interrupted\n")
+            sys.exit(130)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             importlib.import_module(f"{__name__}.cmd_{COMMANDS[cmd_name][0]}")
