@@ -257,3 +257,17 @@ def test_a_quick_exit_still_closes_the_ledger(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "ledger.sqlite").exists()
     assert not (tmp_path / "ledger.sqlite-wal").exists()
+
+
+def test_the_plugin_loader_stand_in_forwards_what_it_lacks() -> None:
+    """The command's stand-in for pydantic's plugin loader finds no plugins, and any other
+    name a pydantic version asks of it comes from pydantic's own module."""
+    code = (
+        "import sys; from netrig.cli import _NoPydanticPlugins; "
+        "sys.meta_path.insert(0, _NoPydanticPlugins()); "
+        "from pydantic.plugin._loader import get_plugins, PYDANTIC_ENTRY_POINT_GROUP; "
+        "print(tuple(get_plugins()), PYDANTIC_ENTRY_POINT_GROUP)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["()", "pydantic"]

@@ -182,6 +182,26 @@ class _NoPydanticPlugins:
 
     def exec_module(self, module: types.ModuleType) -> None:
         module.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        # a pydantic that asks its loader for anything else gets the real module's
+        module.__getattr__ = self._forward  # type: ignore[attr-defined]
+
+    def _forward(self, name: str) -> Any:
+        if name.startswith("__"):  # what import machinery and inspect probe modules for
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+    def _real(self) -> types.ModuleType:
+        """pydantic's own loader module, loaded beside ours under its own name."""
+        import importlib.util
+        from importlib.machinery import PathFinder
+
+        import pydantic.plugin
+
+        spec = PathFinder.find_spec(self.NAME, pydantic.plugin.__path__)
+        assert spec is not None and spec.loader is not None
+        real = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(real)
+        return real
 
 
 # Commands whose work is all done (joined, committed) when they return: they leave without
