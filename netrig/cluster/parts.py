@@ -17,16 +17,18 @@ deferred neighbours and routes. It goes with the node's namespace, which the led
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from netrig import routing
-from netrig.cluster.host import current
+from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError, route_requests
 from netrig.lab.ledger import Ledger, save_json
@@ -275,24 +277,35 @@ def down_part(name: str) -> tuple[str, int]:
     return _lab_thread().call(work)
 
 
-def exec_part(name: str, node: str, argv: list[str], timeout: float | None = None
-              ) -> tuple[str, int, str, str] | None:
-    """On every host: run ARGV in NODE if this host has it; (host, rc, stdout, stderr)."""
+@contextlib.contextmanager
+def attached(name: str, *nodes: str) -> Iterator[tuple[HostConfig, Lab] | None]:
+    """This host's part of lab NAME, attached through a ledger connection of its own
+    (closed on leaving): (host config, lab), or None when this host has no lab NAME or,
+    if NODES are named, none of them."""
     config = current()
     ledger = Ledger(config.state_dir)
     try:
         if ledger.lab(name) is None:
-            return None
+            yield None
+            return
         lab = Lab.attach(name, ledger)
-        if node not in lab.plan.nodes:
+        yield None if nodes and not any(n in lab.plan.nodes for n in nodes) else (config, lab)
+    finally:
+        ledger.close()
+
+
+def exec_part(name: str, node: str, argv: list[str], timeout: float | None = None
+              ) -> tuple[str, int, str, str] | None:
+    """On every host: run ARGV in NODE if this host has it; (host, rc, stdout, stderr)."""
+    with attached(name, node) as here:
+        if here is None:
             return None
+        config, lab = here
         try:
             done = lab.exec(node, argv, capture_output=True, timeout=timeout)
         except FileNotFoundError:
             return config.name, 127, "", f"netrig: {argv[0]}: command not found\n"
         return config.name, done.returncode, done.stdout, done.stderr
-    finally:
-        ledger.close()
 
 
 def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
@@ -311,21 +324,12 @@ def trace_part(name: str, node: str, dst: str, from_addr: str | None, iif: int |
     (None if NODE is not here), and where it goes on when it leaves by a tunnel."""
     from netrig.lab.trace import Tracer
 
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    with attached(name, node) as here:
+        if here is None:
             return None
-        plan = Lab.attach(name, ledger).plan
-        if node not in plan.nodes:
-            return None
-        try:
-            with open(os.path.join(ledger.lab_dir(name), "tunnels.json")) as fh:
-                tunnels = json.load(fh)
-        except FileNotFoundError:
-            tunnels = []
-    finally:
-        ledger.close()
+        config, lab = here
+        plan = lab.plan
+        tunnels = _tunnels(lab.ledger.lab_dir(name))
     with Tracer(plan) as tracer:
         path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
     hops = [(h.node, h.out_iface) for h in path.hops]
@@ -350,15 +354,12 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
     from netrig.plan.events import find_link
     from netrig.plan.model import UnknownName
 
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    with attached(name, a, b) as found:
+        if found is None:
             return None
-        lab = Lab.attach(name, ledger)
+        config, lab = found
+        ledger = lab.ledger
         here = [n for n in (a, b) if n in lab.plan.nodes]
-        if not here:
-            return None
         done: dict[str, Any] = {"host": config.name, "ends": [], "error": None,
                                 "tunnel": len(here) == 1}
         try:
@@ -370,7 +371,7 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                     index = lab.plan.node(node).iface(ifname).index
                     ends.append((node, ifname, index, [
                         nlwire.set_link(index, up=up, what=f"{ifname} of {node}"),
-                        *faults._restore_requests(lab.plan, node, index)]))
+                        *faults.restore_requests(lab.plan, node, index)]))
             else:
                 node, peer = here[0], b if here[0] == a else a
                 tunnel = _tunnel_to(ledger.lab_dir(name), node, peer)
@@ -392,29 +393,32 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                     routes = [RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]])
                               for r in deferred["routes"].get(node, [])
                               if any(ix == index for _, ix in r["nexthops"])]
-                    faults.send(lab, node, faults._saved_routes(lab, node, ifname) +
+                    faults.send(lab, node, faults.saved_routes(lab, node, ifname) +
                                 route_requests(replace(lab.plan.node(node), routes=routes)))
                 elif up:
                     faults.send(lab, node, reqs)
                 else:
                     keep = lab.plan.protocol != "none"  # "none" here: no routes, or a daemon's
-                    if keep and not os.path.exists(faults._routes_file(lab, node, ifname)):
-                        faults._save_routes(lab, node, ifname, index)  # not when down twice
+                    if keep and not os.path.exists(faults.routes_file(lab, node, ifname)):
+                        faults.save_routes(lab, node, ifname, index)  # not when down twice
                     faults.send(lab, node, reqs[:1])
         except (LabError, UnknownName) as exc:  # sent back as text: the client raises it
             done["error"] = str(exc).strip("'\"")
         return done
-    finally:
-        ledger.close()
+
+
+def _tunnels(lab_dir: str) -> list[dict[str, Any]]:
+    """The tunnels this host's part of a lab has (as `build_part` saved them)."""
+    try:
+        with open(os.path.join(lab_dir, "tunnels.json")) as fh:
+            return json.load(fh)  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return []
 
 
 def _tunnel_to(lab_dir: str, node: str, peer: str) -> dict[str, Any] | None:
-    try:
-        with open(os.path.join(lab_dir, "tunnels.json")) as fh:
-            tunnels = json.load(fh)
-    except FileNotFoundError:
-        return None
-    return next((t for t in tunnels if t["node"] == node and t["peer"] == peer), None)
+    return next((t for t in _tunnels(lab_dir) if t["node"] == node and t["peer"] == peer),
+                None)
 
 
 def _deferred(lab_dir: str) -> dict[str, Any]:
@@ -427,14 +431,10 @@ def _deferred(lab_dir: str) -> dict[str, Any]:
 
 def addr_part(name: str, node: str, family: int) -> str | None:
     """On every host: NODE's address (as `netrig trace` names a node), if NODE is here."""
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    with attached(name, node) as here:
+        if here is None:
             return None
-        plan = Lab.attach(name, ledger).plan
-        return plan.addr(node, family) if node in plan.nodes else None
-    except KeyError:  # UnknownName: the node has no address of that family
-        return None
-    finally:
-        ledger.close()
+        try:
+            return here[1].plan.addr(node, family)
+        except KeyError:  # UnknownName: the node has no address of that family
+            return None
