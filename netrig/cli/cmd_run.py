@@ -131,7 +131,11 @@ def run(
     With --cluster ADDR (or NETRIG_CLUSTER) the runs go to the hosts of that Dask
     scheduler, one at a time per host; every host runs every sweep point where it
     can (the host is a block: `netrig stat --by host`), each run is stored here
-    with the host it ran on; a run of a host that dies is retried on another.
+    with the host it ran on; a run of a host that dies is retried on another. A lab
+    with `placement: {hosts: N}` is instead spread over N hosts (as `netrig up
+    --cluster`), its runs one after another, each measurement's processes on the
+    hosts of their nodes (stored with those hosts); a host lost mid-run fails that
+    run with the reason, and the next run builds the lab again on the hosts left.
 
     Ctrl-C (or SIGTERM, SIGHUP) stops the current run cleanly: the lab is removed,
     finished runs are kept, the interrupted run is stored as interrupted; `--resume`
@@ -148,10 +152,11 @@ def run(
     if not dry_run and not cluster:  # --dry-run creates nothing; --cluster's hosts do
         require_root("run")
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
+    placed = None
     if cluster:
-        from netrig.cluster.sweep import refuse_placement
+        from netrig.cluster.spread import placement_hosts
 
-        refuse_placement(file, parse_overrides(overrides))
+        placed = placement_hosts(file, parse_overrides(overrides))
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
@@ -160,9 +165,15 @@ def run(
     try:
         with ResultStore(db) as store:
             if cluster:
+                from netrig.cluster.spread import run_spread
                 from netrig.cluster.sweep import run_on_cluster
 
-                outcome = run_on_cluster(exp, store, cluster, resume=resume, reporter=reporter)
+                if placed is None:  # a whole lab per host, the runs spread over the hosts
+                    outcome = run_on_cluster(exp, store, cluster, resume=resume,
+                                             reporter=reporter)
+                else:  # one lab over the hosts, each measurement on its nodes' hosts
+                    outcome = run_spread(exp, store, cluster, placed or None, resume=resume,
+                                         reporter=reporter)
                 import gc
 
                 gc.freeze()  # the command ends soon: no last collection over Dask's objects

@@ -60,60 +60,66 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
        say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
     """Build PLAN over `hosts` of the cluster's hosts (all of them by default)."""
     with connect(address) as client:
-        address_of = {name: addr for addr, name in hosts_of(client).items()}
-        names = sorted(address_of)
-        if not names:
-            raise BadInput(f"no netrig worker is connected to {address}")
-        wanted = hosts or len(names)
-        if wanted > len(names):
-            raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
-                           f"{', '.join(names)}")
-        names = names[:wanted]
-        taken = sorted(h for h, there in _labs(client).items()
-                       if any(lab[0] == plan.name for lab in there))
-        if taken:  # refused before anything is built: a failed build below removes its parts
-            raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
-                           f"changed. `netrig down {plan.name} --cluster {address}` removes it")
-        facts = client.get_metadata([FACTS_KEY], default={})
-        where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
-                                    names)
-        split = parts.split(plan, where)
-        for part in split.values():
-            features = facts.get(part.host, {}).get("features", {})
-            if part.tunnels and features.get("vxlan", "present") != "present":
-                raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
-                               "there); a lab across hosts needs it for its cut links")
-            for tunnel in part.tunnels:
-                tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
-                if not tunnel.remote:
-                    raise LabError(f"host {tunnel.remote_host} published no underlay address")
-        cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
-        say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
-        # each part straight to its host (scattered, not inside the task: the scheduler
-        # would unpickle and pickle again every part's routes, 2.4 MB each at 2,000 nodes)
-        shipped = {h: client.scatter(p, workers=[address_of[h]], direct=True, hash=False)
-                   for h, p in split.items()}
-        futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h])
-                   for h in split}
-        built, errors = [], []
-        for host, future in futures.items():
-            try:
-                built.append(future.result())
-            except Exception as exc:  # one host failed (and removed what it had built):
-                errors.append(f"{host}: {exc}")  # the other hosts' parts must go too
-        if errors:
-            _down(client, {b["host"]: address_of[b["host"]] for b in built}, plan.name)
-            raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
-        lab = SpreadLab(plan.name, where, cut, built, [])
-        if check:
-            try:
-                started = time.monotonic()
-                lab.checked = _check(client, address_of, plan, where)
-                lab.check_seconds = time.monotonic() - started
-            except LabError:
-                _down(client, address_of, plan.name)
-                raise
-        return lab
+        return up_with(client, plan, address, hosts, say, check)
+
+
+def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
+            say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
+    """`up` through a client that is connected already (`netrig run --cluster`)."""
+    address_of = {name: addr for addr, name in hosts_of(client).items()}
+    names = sorted(address_of)
+    if not names:
+        raise BadInput(f"no netrig worker is connected to {address}")
+    wanted = hosts or len(names)
+    if wanted > len(names):
+        raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
+                       f"{', '.join(names)}")
+    names = names[:wanted]
+    taken = sorted(h for h, there in _labs(client).items()
+                   if any(lab[0] == plan.name for lab in there))
+    if taken:  # refused before anything is built: a failed build below removes its parts
+        raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
+                       f"changed. `netrig down {plan.name} --cluster {address}` removes it")
+    facts = client.get_metadata([FACTS_KEY], default={})
+    where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
+                                names)
+    split = parts.split(plan, where)
+    for part in split.values():
+        features = facts.get(part.host, {}).get("features", {})
+        if part.tunnels and features.get("vxlan", "present") != "present":
+            raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
+                           "there); a lab across hosts needs it for its cut links")
+        for tunnel in part.tunnels:
+            tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
+            if not tunnel.remote:
+                raise LabError(f"host {tunnel.remote_host} published no underlay address")
+    cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
+    say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
+    # each part straight to its host (scattered, not inside the task: the scheduler
+    # would unpickle and pickle again every part's routes, 2.4 MB each at 2,000 nodes)
+    shipped = {h: client.scatter(p, workers=[address_of[h]], direct=True, hash=False)
+               for h, p in split.items()}
+    futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h])
+               for h in split}
+    built, errors = [], []
+    for host, future in futures.items():
+        try:
+            built.append(future.result())
+        except Exception as exc:  # one host failed (and removed what it had built):
+            errors.append(f"{host}: {exc}")  # the other hosts' parts must go too
+    if errors:
+        _down(client, {b["host"]: address_of[b["host"]] for b in built}, plan.name)
+        raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
+    lab = SpreadLab(plan.name, where, cut, built, [])
+    if check:
+        try:
+            started = time.monotonic()
+            lab.checked = _check(client, address_of, plan, where)
+            lab.check_seconds = time.monotonic() - started
+        except LabError:
+            _down(client, address_of, plan.name)
+            raise
+    return lab
 
 
 def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
@@ -185,6 +191,9 @@ def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
     return checked
 
 
+check_with = _check  # the pings across hosts again (a run's lab before its events)
+
+
 def _wait_for(plan: LabPlan) -> float:
     """How long pairs may take to answer: the lab's check timeout, or the protocol's."""
     from netrig import routing
@@ -196,6 +205,7 @@ def _wait_for(plan: LabPlan) -> float:
 
 
 def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
+    """Every host of ADDRESS_OF removes its part of lab NAME: (host, namespaces removed)."""
     futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
     return [_result(f) for f in futures]
 
@@ -228,25 +238,30 @@ class LinkChange:
 def link(name: str, a: str, b: str, up: bool, address: str) -> LinkChange:
     """Both ends of the A–B link of lab NAME down (or up again), each on its host."""
     with connect(address) as client:
-        workers = list(hosts_of(client))
+        return link_with(client, name, a, b, up, address)
 
-        def on_every_host(step: str) -> list[dict[str, Any]]:
-            futures = [client.submit(parts.link_part, name, a, b, up, step, workers=[w],
-                                     allow_other_workers=False, pure=False) for w in workers]
-            found = [r for r in (_result(f) for f in futures) if r is not None]
-            errors = [r["error"] for r in found if r["error"]]
-            if errors:
-                raise BadInput(errors[0])
-            return found
 
-        done = on_every_host("ends")
-        if not done:
-            raise BadInput(f"no host of {address} has node {a!r} or {b!r} of a lab {name!r}")
-        tunnel = all(r["tunnel"] for r in done)
-        if tunnel and len(done) != 2:
-            raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
-        if up:  # routes only once both ends are up: their nexthops are reachable
-            on_every_host("routes")
+def link_with(client: Any, name: str, a: str, b: str, up: bool, address: str) -> LinkChange:
+    """`link` through a client that is connected already (events of `netrig run`)."""
+    workers = list(hosts_of(client))
+
+    def on_every_host(step: str) -> list[dict[str, Any]]:
+        futures = [client.submit(parts.link_part, name, a, b, up, step, workers=[w],
+                                 allow_other_workers=False, pure=False) for w in workers]
+        found = [r for r in (_result(f) for f in futures) if r is not None]
+        errors = [r["error"] for r in found if r["error"]]
+        if errors:
+            raise BadInput(errors[0])
+        return found
+
+    done = on_every_host("ends")
+    if not done:
+        raise BadInput(f"no host of {address} has node {a!r} or {b!r} of a lab {name!r}")
+    tunnel = all(r["tunnel"] for r in done)
+    if tunnel and len(done) != 2:
+        raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
+    if up:  # routes only once both ends are up: their nexthops are reachable
+        on_every_host("routes")
     return LinkChange([(r["host"], end) for r in done for end in r["ends"]], tunnel)
 
 
@@ -263,6 +278,9 @@ def node_addr(name: str, node: str, address: str, family: int = 4) -> str:
                    f"of a lab {name!r}")
 
 
+down_with = _down  # through a client connected already (`netrig run --cluster`)
+
+
 def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
     """host → its labs (name, state, nodes)."""
     with connect(address) as client:
@@ -275,30 +293,40 @@ def _labs(client: Any) -> dict[str, list[tuple[str, str, int]]]:
     return dict(_result(f) for f in futures)
 
 
+status_with = _labs  # through a client connected already
+
+
 def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
           sport: int = 40000, dport: int = 5201) -> tuple[list[tuple[str, str, str | None]],
                                                           bool, str | None]:
     """The hops of one flow from SRC to the address DST across the lab's hosts:
     [(host, node, out interface)], reached, error. Each host traces its part; a hop out
     of a tunnel goes on at the peer node, on the peer's host."""
+    with connect(address) as client:
+        return trace_with(client, name, src, dst, proto, sport, dport)
+
+
+def trace_with(client: Any, name: str, src: str, dst: str, proto: str = "tcp",
+               sport: int = 40000, dport: int = 5201
+               ) -> tuple[list[tuple[str, str, str | None]], bool, str | None]:
+    """`trace` through a client connected already."""
     hops: list[tuple[str, str, str | None]] = []
     node, iif, from_addr = src, None, None
-    with connect(address) as client:
-        workers = list(hosts_of(client))
-        for _ in range(64):  # host changes: more means a loop
-            futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
-                                     sport, dport, workers=[w], allow_other_workers=False,
-                                     pure=False) for w in workers]
-            found = [r for r in (_result(f) for f in futures) if r is not None]
-            if not found:
-                return hops, False, f"no host has node {node!r} of a lab {name!r}"
-            part = found[0]
-            hops += [(part["host"], n, out) for n, out in part["hops"]]
-            if part["next"] is None:
-                return hops, part["reached"], part["error"]
-            if from_addr is None:  # the flow keeps the source address the first node chose
-                from_addr = _source_address(client, workers, name, src, dst)
-            node, iif, _host = part["next"]
+    workers = list(hosts_of(client))
+    for _ in range(64):  # host changes: more means a loop
+        futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
+                                 sport, dport, workers=[w], allow_other_workers=False,
+                                 pure=False) for w in workers]
+        found = [r for r in (_result(f) for f in futures) if r is not None]
+        if not found:
+            return hops, False, f"no host has node {node!r} of a lab {name!r}"
+        part = found[0]
+        hops += [(part["host"], n, out) for n, out in part["hops"]]
+        if part["next"] is None:
+            return hops, part["reached"], part["error"]
+        if from_addr is None:  # the flow keeps the source address the first node chose
+            from_addr = _source_address(client, workers, name, src, dst)
+        node, iif, _host = part["next"]
     return hops, False, "the path changes hosts more than 64 times (a loop?)"
 
 

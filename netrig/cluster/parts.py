@@ -265,6 +265,9 @@ def down_part(name: str) -> tuple[str, int]:
     from netrig.cluster.tasks import _lab_thread
 
     def work() -> tuple[str, int]:
+        from netrig.cluster import nodeops
+
+        nodeops.forget_lab(name)  # processes of its measurements: the teardown ends them
         config = current()
         ledger = config.ledger()
         try:

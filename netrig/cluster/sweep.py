@@ -66,25 +66,6 @@ def connect(address: str) -> Any:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
 
 
-def refuse_placement(path: str, overrides: Mapping[str, str] | None = None) -> None:
-    """SpecError at the `placement:` of the experiment's lab (file:line:col, exit 2): a sweep
-    on a cluster builds the whole lab on each host it sends a run to; a lab spread over
-    hosts with measurements on the host of their node is not done yet, and quietly
-    building it whole would measure something else than the file asks for."""
-    from netrig.model.experiment import load_experiment_model, substitute_point
-    from netrig.model.problems import Problem, SpecError
-
-    model = load_experiment_model(path, overrides)
-    lab = substitute_point(model, model.points()[0]).lab
-    if isinstance(lab.data, dict) and "placement" in lab.data:
-        raise SpecError([Problem(
-            lab.where(("placement",), key=True),
-            "`netrig run --cluster` does not spread a lab over hosts yet (each run builds the "
-            "whole lab on one host); remove `placement:` to run it so, or build the lab "
-            "with `netrig up FILE --cluster ADDR` and measure by hand (`netrig exec --cluster`)",
-        )])
-
-
 def hosts_of(client: Any) -> dict[str, str]:
     """Worker address → host name, of the workers that are netrig hosts."""
     workers = client.scheduler_info(n_workers=-1)["workers"]

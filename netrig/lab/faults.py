@@ -207,6 +207,12 @@ def _no_daemon(lab: Lab, node: str) -> BadInput:
 # ------------------------------------------------------------------ timeline
 
 def apply(lab: Lab, event: Event) -> None:
+    """One event, now. A lab that acts on its nodes elsewhere (a lab spread over hosts:
+    `apply_event`) applies it itself, on the hosts of the event's nodes."""
+    elsewhere = getattr(lab, "apply_event", None)
+    if elsewhere is not None:
+        elsewhere(event)
+        return
     if event.kind in ("link-down", "link-up"):
         set_link(lab, *event.target, up=event.kind == "link-up")
     elif event.kind == "link-rate":
@@ -280,19 +286,18 @@ class Timeline:
                 rated.add(key)  # type: ignore[arg-type]
             else:
                 stopped[event.target[0]] = event.kind == "node-stop"
-        done = []
-        for (a, b), is_down in down.items():
-            if is_down:
-                set_link(self.lab, a, b, up=True)
-                done.append(f"link {a}-{b} up")
-        for a, b in rated:
-            set_rate(self.lab, a, b, find_link(self.lab.plan, a, b).rate)
-            done.append(f"link {a}-{b} rate as planned")
-        for node, is_stopped in stopped.items():
-            if is_stopped:
-                start_node(self.lab, node)
-                done.append(f"node {node} start")
-        return done
+        undo = [Event(0.0, "link-up", key) for key, is_down in down.items() if is_down]
+        undo += [Event(0.0, "link-rate", key, find_link(self.lab.plan, *key).rate)
+                 for key in rated]
+        undo += [Event(0.0, "node-start", (node,)) for node, is_stopped in stopped.items()
+                 if is_stopped]
+        for event in undo:
+            apply(self.lab, event)
+        return [
+            f"link {'-'.join(e.target)} " + ("rate as planned" if e.kind == "link-rate" else "up")
+            if e.kind.startswith("link") else f"node {e.target[0]} start"
+            for e in undo
+        ]
 
 
 @contextmanager
