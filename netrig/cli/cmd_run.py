@@ -189,7 +189,7 @@ def run(
     if outcome.signal:
         err_console.print(
             f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
-            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name)}",
+            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name, cluster)}",
             soft_wrap=True,
         )
         sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
@@ -301,7 +301,12 @@ def print_summary(
 
 
 def _resume_command(
-    file: str, db: str, repeat: int | None, overrides: tuple[str, ...], lab_name: str | None
+    file: str,
+    db: str,
+    repeat: int | None,
+    overrides: tuple[str, ...],
+    lab_name: str | None,
+    cluster: str | None = None,
 ) -> str:
     """The command that continues this experiment: --resume finds it only with the same
     file, --set values, --repeat and --name."""
@@ -312,4 +317,5 @@ def _resume_command(
     argv += ["--repeat", str(repeat)] if repeat is not None else []
     argv += ["--name", lab_name] if lab_name else []
     argv += ["--db", db] if db != "netrig.db" else []
+    argv += ["--cluster", cluster] if cluster else []
     return shlex.join(argv)

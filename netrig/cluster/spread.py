@@ -113,13 +113,14 @@ class RemoteProcess:
                  args: Sequence[str], stdout: Any, stderr: Any, text: bool) -> None:
         self.runtime, self.host, self.node, self.handle = runtime, host, node, handle
         self.pid, self.args = pid, list(args)
+        self.what = f"{os.path.basename(self.args[0])} in {node} still running"
         self.returncode: int | None = None
         self.out = _Sink(stdout, text)
         self.err = self.out if stderr == subprocess.STDOUT else _Sink(stderr, text)
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            rc, out, err = self.runtime.call(self.host, "a process", nodeops.poll, self.handle,
+            rc, out, err = self.runtime.call(self.host, self.what, nodeops.poll, self.handle,
                                              self.out.read, self.err.read)
             done = rc is not None
             self.out.add(out, done)
@@ -143,7 +144,7 @@ class RemoteProcess:
 
     def send_signal(self, signum: int) -> None:
         if self.returncode is None:
-            self.runtime.call(self.host, "a signal", nodeops.signal, self.handle, int(signum))
+            self.runtime.call(self.host, self.what, nodeops.signal, self.handle, int(signum))
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -153,7 +154,7 @@ class RemoteProcess:
 
     def end_group(self, grace: float = 2.0) -> None:
         if self.returncode is None:
-            self.runtime.call(self.host, "a process group", nodeops.end_group, self.handle,
+            self.runtime.call(self.host, self.what, nodeops.end_group, self.handle,
                               grace)
             self.poll()
 
@@ -331,16 +332,21 @@ class SpreadSession(_Session):
     def _lab_for(self, point: SweepPoint) -> str | None:
         if point.network in self.broken:
             return self.broken[point.network]
-        if self.spread is not None and self.spread.lost is None and \
-                self.network == point.network:
-            self.spread.touched.clear()
-            return None
+        spread = self.spread
+        if spread is not None and spread.lost is None and self.network == point.network:
+            present = set(hosts_of(self.client).values())
+            gone = sorted(set(spread.where.values()) - present)
+            if not gone:  # the lab kept for the next run: every host of it still there
+                spread.touched.clear()
+                return None
+            self.say.note(f"[yellow]host {', '.join(gone)} is gone[/]; the lab's other parts "
+                          "are removed and it is built again on the hosts left")
         self._down()
         t0 = time.perf_counter()
         self.say.note(f"[dim]building lab {point.plan.name} ({len(point.plan.nodes)} nodes) "
                       f"over {self.hosts or 'all'} hosts[/]")
         try:
-            spread = labs.up_with(self.client, point.plan, self.address, self.hosts or None,
+            built = labs.up_with(self.client, point.plan, self.address, self.hosts or None,
                                   check=True)
         except LabError as exc:
             reason = f"lab {point.plan.name} could not be built across hosts: {exc}"
@@ -350,12 +356,12 @@ class SpreadSession(_Session):
         finally:
             self.outcome.lab_seconds += time.perf_counter() - t0
         per_host: dict[str, int] = {}
-        for host in spread.where.values():
+        for host in built.where.values():
             per_host[host] = per_host.get(host, 0) + 1
-        self.say.note(f"[dim]lab {spread.name}: {', '.join(f'{h} {n} nodes' for h, n in sorted(per_host.items()))}; "
-                      f"{spread.cut} links are VXLAN tunnels[/]")
+        shown = ", ".join(f"{h} {n} nodes" for h, n in sorted(per_host.items()))
+        self.say.note(f"[dim]lab {built.name}: {shown}; {built.cut} links are VXLAN tunnels[/]")
         self.spread = ClusterRuntime(point.plan, self.ledger, self.client, self.address,
-                                     spread.where)
+                                     built.where)
         self.lab, self.network = self.spread, point.network  # type: ignore[assignment]
         self.outcome.labs_built += 1
         return None

@@ -1,0 +1,192 @@
+"""`netrig run --cluster` of a lab with `placement:`, for real, on a simulated 3-host
+cluster: the lab spread over the hosts, iperf3 and ping between nodes on different hosts,
+an event on a VXLAN-cut link, Ctrl-C, a host killed mid-run, and nothing left after.
+
+The tests share one cluster and run in file order: the kill -9 test comes last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from netrig.cluster import labs
+from netrig.cluster import local as sim
+from netrig.lab import netns
+from tests.conftest import RUN_TAG, netrig_cli, new_lab_name, requires_root, requires_tool
+
+pytestmark = [requires_root, requires_tool("iperf3"), pytest.mark.root, pytest.mark.slow]
+
+CLUSTER = f"ts{RUN_TAG}"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    done = netrig_cli("cluster", "local", "up", "--hosts", "3", "--name", CLUSTER, timeout=120)
+    assert done.returncode == 0, done.stderr
+    state, _hosts = sim.status(CLUSTER)
+    try:
+        yield done.stdout.strip().splitlines()[-1]
+    finally:
+        down = netrig_cli("cluster", "local", "down", "--name", CLUSTER, timeout=180)
+        assert down.returncode == 0, down.stderr
+        left = [ns for ns in netns.list_names() if ns.startswith((f"nrc-{CLUSTER}-", CLUSTER))]
+        assert left == [], f"left behind: {left}"
+        assert not os.path.exists(state.root)
+
+
+def _experiment(tmp_path: Path, body: str, repeat: int = 1) -> tuple[Path, str]:
+    name = new_lab_name("sp")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 6}}\n"
+                    f"placement: {{hosts: 3}}\n{body}repeat: {repeat}\n")
+    return path, name
+
+
+def _runs(db: Path) -> list[dict[str, Any]]:
+    try:
+        with sqlite3.connect(db) as conn:
+            conn.row_factory = sqlite3.Row
+            return [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id")]
+    except sqlite3.OperationalError:  # created, not yet migrated
+        return []
+
+
+def _samples(db: Path, run_id: int) -> dict[tuple[str, str], float]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT measurement, metric, value FROM samples WHERE run_id = ? "
+                            "AND t IS NULL", (run_id,)).fetchall()
+    return {(m, k): v for m, k, v in rows}
+
+
+def _labs_on_hosts() -> dict[str, list[str]]:
+    return {h.host.name: h.labs for h in sim.status(CLUSTER)[1]}
+
+
+def _nothing_left(name: str) -> None:
+    assert all(name not in there for there in _labs_on_hosts().values()), _labs_on_hosts()
+    assert [ns for ns in netns.list_names() if name in ns] == []
+    assert subprocess.run(["pgrep", "-f", f"{name}/"], capture_output=True).stdout == b""
+
+
+def test_iperf3_and_ping_between_nodes_on_different_hosts(cluster: str, tmp_path: Path) -> None:
+    """n1 and n4 of a 6-node ring over 3 hosts (2 nodes each) are on different hosts:
+    iperf3's client runs on n1's host, its server on n4's, across the tunnels; both runs
+    come back to the one database with the hosts they ran on, and the lab is gone after."""
+    path, name = _experiment(tmp_path, "measure:\n"
+                             "  - iperf3: {client: n1, server: n4, duration: 1}\n"
+                             "  - ping: {src: n1, dst: n4, count: 3, interval: 0.2}\n",
+                             repeat=2)
+    db = tmp_path / "r.db"
+    done = netrig_cli("run", str(path), "--db", str(db), "--cluster", cluster, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "3 links are VXLAN tunnels" in done.stderr
+    runs = _runs(db)
+    assert [r["status"] for r in runs] == ["ok", "ok"]
+    for run in runs:
+        hosts = run["host"].split("+")
+        assert len(hosts) == 2 and all(h.startswith(f"{CLUSTER}-h") for h in hosts)
+        assert set(json.loads(run["host_facts"])) == set(hosts)  # each host's facts
+        got = _samples(db, run["id"])
+        assert got["iperf3", "throughput"] > 1e6  # bit/s, carried across the tunnels
+        assert got["ping", "loss_percent"] == 0
+    _nothing_left(name)
+    shown = netrig_cli("results", "show", "1", "--db", str(db))
+    assert all(f"{h}: kernel " in shown.stdout for h in runs[0]["host"].split("+"))
+
+
+def test_an_event_on_a_cut_link_acts_on_both_hosts(cluster: str, tmp_path: Path) -> None:
+    """`link A-B down` of a link between hosts takes both tunnel ends down, each on its
+    host: the pings across it are lost while it is down, and come back once it is up."""
+    name = new_lab_name("sp")
+    probe = tmp_path / "probe.yaml"
+    probe.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 6}}\nplacement: {{hosts: 3}}\n")
+    up = netrig_cli("up", str(probe), "--cluster", cluster, timeout=120)
+    assert up.returncode == 0, up.stderr
+    try:
+        where = {n: labs.exec_on(name, n, ["true"], cluster)[0]
+                 for n in ("n1", "n2", "n3", "n4", "n5", "n6")}
+    finally:
+        assert netrig_cli("down", name, "--cluster", cluster, timeout=120).returncode == 0
+    ring = [f"n{i}" for i in range(1, 7)]
+    a, b = next((x, y) for x, y in zip(ring, ring[1:] + ring[:1], strict=True)
+                if where[x] != where[y])
+    path, name = _experiment(tmp_path, "measure:\n"
+                             f"  - ping: {{src: {a}, dst: {b}, count: 30, interval: 0.1}}\n"
+                             f"events:\n  - link {a}-{b} down @ 1s\n  - link {a}-{b} up @ 2s\n")
+    db = tmp_path / "e.db"
+    done = netrig_cli("run", str(path), "--db", str(db), "--cluster", cluster, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run,) = _runs(db)
+    got = _samples(db, run["id"])
+    assert got["events", "packets_lost"] >= 5  # a second down at 10 pings a second
+    assert 0.5 <= got["events", "outage"] <= 2.0
+    assert got["ping", "loss_percent"] < 60  # it came back up
+    _nothing_left(name)
+
+
+def _wait_for_lab(name: str, db: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.exists() and all(name in there for there in _labs_on_hosts().values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"lab {name} never came up on every host: {_labs_on_hosts()}")
+
+
+def test_ctrl_c_stops_the_run_and_removes_every_part(cluster: str, tmp_path: Path) -> None:
+    path, name = _experiment(tmp_path, "measure:\n"
+                             "  - iperf3: {client: n1, server: n4, duration: 4}\n", repeat=3)
+    db = tmp_path / "c.db"
+    proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
+                             "--cluster", cluster], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for_lab(name, db)
+    time.sleep(1.5)  # inside the first run's iperf3
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - started < 20
+    assert [r["status"] for r in _runs(db)] == ["interrupted"]
+    assert f"--resume --db {db} --cluster {cluster}" in err
+    _nothing_left(name)
+
+
+def test_a_host_lost_mid_run_fails_that_run_with_its_reason(cluster: str, tmp_path: Path) -> None:
+    """kill -9 of the worker of the iperf3 server's host: that run is stored as failed
+    with the reason, the next one cannot have its lab (2 hosts left, placement asks for
+    3) and says so; no run is stored as a zero. The other hosts remove their parts."""
+    path, name = _experiment(tmp_path, "measure:\n"
+                             "  - iperf3: {client: n1, server: n4, duration: 5}\n", repeat=2)
+    db = tmp_path / "k.db"
+    proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
+                             "--cluster", cluster], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    _wait_for_lab(name, db)
+    server_host = labs.exec_on(name, "n4", ["true"], cluster)[0]
+    time.sleep(1.5)
+    victim = next(h for h in sim.status(CLUSTER)[1] if h.host.name == server_host)
+    os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1, err
+    first, second = _runs(db)
+    assert first["status"] == "failed"
+    assert f"host {server_host} was lost mid-run" in first["reason"]
+    assert second["status"] == "failed"
+    assert "placement asks for 3 hosts" in second["reason"]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM samples WHERE metric = 'throughput' AND "
+                            "value = 0").fetchone() == (0,)
+    left = _labs_on_hosts()
+    assert all(name not in there for h, there in left.items() if h != server_host), left
