@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -296,9 +297,11 @@ def _labs(client: Any) -> dict[str, list[tuple[str, str, int]]]:
 status_with = _labs  # through a client connected already
 
 
+Hops = list[tuple[str, str, str | None]]  # (host, node, out interface)
+
+
 def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
-          sport: int = 40000, dport: int = 5201) -> tuple[list[tuple[str, str, str | None]],
-                                                          bool, str | None]:
+          sport: int = 40000, dport: int = 5201) -> tuple[Hops, bool, str | None]:
     """The hops of one flow from SRC to the address DST across the lab's hosts:
     [(host, node, out interface)], reached, error. Each host traces its part; a hop out
     of a tunnel goes on at the peer node, on the peer's host."""
@@ -307,35 +310,58 @@ def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
 
 
 def trace_with(client: Any, name: str, src: str, dst: str, proto: str = "tcp",
-               sport: int = 40000, dport: int = 5201
-               ) -> tuple[list[tuple[str, str, str | None]], bool, str | None]:
+               sport: int = 40000, dport: int = 5201) -> tuple[Hops, bool, str | None]:
     """`trace` through a client connected already."""
-    hops: list[tuple[str, str, str | None]] = []
-    node, iif, from_addr = src, None, None
+    return trace_flows_with(client, name, src, dst, [sport], proto, dport)[0]
+
+
+def trace_flows_with(client: Any, name: str, src: str, dst: str, sports: list[int],
+                     proto: str = "tcp", dport: int = 5201
+                     ) -> list[tuple[Hops, bool, str | None]]:
+    """Each flow (one per source port) from SRC to the address DST, host by host: every
+    host is asked once per round for all the flows whose next node it has (a round per
+    host change, at most 64: more means a loop)."""
     workers = list(hosts_of(client))
-    for _ in range(64):  # host changes: more means a loop
-        futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
-                                 sport, dport, workers=[w], allow_other_workers=False,
-                                 pure=False) for w in workers]
-        found = [r for r in (_result(f) for f in futures) if r is not None]
-        if not found:
-            return hops, False, f"no host has node {node!r} of a lab {name!r}"
-        part = found[0]
-        hops += [(part["host"], n, out) for n, out in part["hops"]]
-        if part["next"] is None:
-            return hops, part["reached"], part["error"]
-        if from_addr is None:  # the flow keeps the source address the first node chose
-            from_addr = _source_address(client, workers, name, src, dst)
-        node, iif, _host = part["next"]
-    return hops, False, "the path changes hosts more than 64 times (a loop?)"
+    # flow id → [node, ingress ifindex, source address, hops so far]
+    going: dict[int, list[Any]] = {i: [src, None, None, []] for i in range(len(sports))}
+    done: dict[int, tuple[Hops, bool, str | None]] = {}
+    for _ in range(64):
+        if not going:
+            break
+        batch = [(i, f[0], f[1], f[2], sports[i]) for i, f in going.items()]
+        futures = [client.submit(parts.trace_flows, name, dst, proto, dport, batch,
+                                 workers=[w], allow_other_workers=False, pure=False)
+                   for w in workers]
+        answers: dict[int, tuple[str, dict[str, Any]]] = {}
+        for found in (_result(f) for f in futures):
+            if found is not None:
+                answers.update({i: (found["host"], r) for i, r in found["flows"].items()})
+        for i, flow in list(going.items()):
+            if i not in answers:
+                done[i] = (flow[3], False, f"no host has node {flow[0]!r} of a lab {name!r}")
+                del going[i]
+                continue
+            host, part = answers[i]
+            flow[3] += [(host, n, out) for n, out in part["hops"]]
+            flow[2] = flow[2] or part["from"]  # the flow keeps the address its source chose
+            if part["next"] is None:
+                done[i] = (flow[3], part["reached"], part["error"])
+                del going[i]
+            else:
+                flow[0], flow[1], _host = part["next"]
+    for i, flow in going.items():
+        done[i] = (flow[3], False, "the path changes hosts more than 64 times (a loop?)")
+    return [done[i] for i in range(len(sports))]
 
 
-def _source_address(client: Any, workers: list[str], name: str, src: str, dst: str) -> str:
-    """The address SRC sends from to DST (what connect() would pick)."""
-    futures = [client.submit(parts.exec_part, name, src, ["ip", "-o", "route", "get", dst],
-                             workers=[w], allow_other_workers=False, pure=False)
-               for w in workers]
-    for result in (_result(f) for f in futures):
-        if result is not None and " src " in result[2]:
-            return result[2].split(" src ", 1)[1].split()[0]
-    raise LabError(f"no source address of {src} towards {dst}")
+PathKey = tuple[tuple[tuple[str, str, str | None], ...], bool, str | None]
+
+
+def count_paths(name: str, src: str, dst: str, flows: int, address: str, proto: str = "tcp",
+                dport: int = 5201, first_sport: int = 32768) -> Counter[PathKey]:
+    """How many of FLOWS flows (source ports first_sport…) take each path across hosts:
+    (hops, reached, error) → flows."""
+    with connect(address) as client:
+        traced = trace_flows_with(client, name, src, dst,
+                                  [first_sport + i for i in range(flows)], proto, dport)
+    return Counter((tuple(hops), reached, error) for hops, reached, error in traced)

@@ -321,30 +321,49 @@ def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
         ledger.close()
 
 
-def trace_part(name: str, node: str, dst: str, from_addr: str | None, iif: int | None,
-               proto: str, sport: int, dport: int) -> dict[str, Any] | None:
-    """On every host: the hops of a flow through this host's part of lab NAME, from NODE
-    (None if NODE is not here), and where it goes on when it leaves by a tunnel."""
-    from netrig.lab.trace import Tracer
+def trace_flows(name: str, dst: str, proto: str, dport: int,
+                flows: list[tuple[int, str, int | None, str | None, int]]
+                ) -> dict[str, Any] | None:
+    """On every host: the hops of each flow (id, node, ingress ifindex, source address,
+    source port) whose node is here, through this host's part of lab NAME, and where it
+    goes on when it leaves by a tunnel: {"host", "flows": {id: {"hops", "reached",
+    "error", "next", "from"}}}; None if this host has none of the flows' nodes."""
+    from ipaddress import ip_address
 
-    with attached(name, node) as here:
+    from netrig.lab.trace import IPPROTO, Tracer
+
+    with attached(name) as here:
         if here is None:
             return None
         config, lab = here
         plan = lab.plan
         tunnels = _tunnels(lab.ledger.lab_dir(name))
+    mine = [f for f in flows if f[1] in plan.nodes]
+    if not mine:
+        return None
+    out: dict[int, dict[str, Any]] = {}
     with Tracer(plan) as tracer:
-        path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
-    hops = [(h.node, h.out_iface) for h in path.hops]
-    leaving = None
-    if not path.reached and hops:
-        last, out = hops[-1]
-        for t in tunnels:
-            if t["node"] == last and out in (t["iface"], f"if{t['index']}"):
-                hops[-1] = (last, t["iface"])
-                leaving = (t["peer"], t["peer_index"], t["remote_host"])
-    return {"host": config.name, "hops": hops, "reached": path.reached,
-            "error": None if leaving else path.error, "next": leaving}
+        for fid, node, iif, from_addr, sport in mine:
+            if from_addr is None:  # the flow's first node: what connect() would choose
+                try:
+                    _t, attrs = tracer.route_get(node, dst, None, None, IPPROTO[proto], sport,
+                                                 dport)
+                    pref = attrs.get(nlwire.RTA_PREFSRC)
+                    from_addr = str(ip_address(pref)) if pref else None
+                except OSError:
+                    from_addr = None
+            path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
+            hops = [(h.node, h.out_iface) for h in path.hops]
+            leaving = None
+            if not path.reached and hops:
+                last, oif = hops[-1]
+                for t in tunnels:
+                    if t["node"] == last and oif in (t["iface"], f"if{t['index']}"):
+                        hops[-1] = (last, t["iface"])
+                        leaving = (t["peer"], t["peer_index"], t["remote_host"])
+            out[fid] = {"hops": hops, "reached": path.reached, "from": from_addr,
+                        "error": None if leaving else path.error, "next": leaving}
+    return {"host": config.name, "flows": out}
 
 
 def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[str, Any] | None:

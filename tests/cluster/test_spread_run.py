@@ -135,6 +135,36 @@ def test_an_event_on_a_cut_link_acts_on_both_hosts(cluster: str, tmp_path: Path)
     _nothing_left(name)
 
 
+def test_trace_count_follows_flows_across_hosts(cluster: str, tmp_path: Path) -> None:
+    """An ecmp ring over 3 hosts: `trace --count` splits n1 → n4's flows over both ways
+    round the ring, each path entering other hosts; every flow's path is the one a trace
+    of that source port alone finds."""
+    name = new_lab_name("sp")
+    lab = tmp_path / "ecmp.yaml"
+    lab.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 6}}\n"
+                   "routing: {protocol: ecmp}\nplacement: {hosts: 3}\n")
+    assert netrig_cli("up", str(lab), "--cluster", cluster, timeout=120).returncode == 0
+    try:
+        done = netrig_cli("trace", name, "n1", "n4", "--cluster", cluster, "--count", "64")
+        assert done.returncode == 0, done.stderr
+        assert "64 tcp flows n1 → n4" in done.stdout
+        n4 = labs.node_addr(name, "n4", cluster)
+        counts = labs.count_paths(name, "n1", n4, 64, cluster)
+        assert sum(counts.values()) == 64 and len(counts) == 2  # both ways round the ring
+        for (hops, reached, _error), n in counts.items():
+            assert reached and n >= 8
+            assert hops[0][1] == "n1" and hops[-1][1] == "n4"
+            assert len({h[0] for h in hops}) >= 2  # across hosts
+        with labs.connect(cluster) as client:
+            many = labs.trace_flows_with(client, name, "n1", n4, list(range(32768, 32776)))
+            one = [labs.trace_with(client, name, "n1", n4, sport=p)
+                   for p in range(32768, 32776)]
+        assert many == one
+    finally:
+        assert netrig_cli("down", name, "--cluster", cluster, timeout=120).returncode == 0
+    _nothing_left(name)
+
+
 def _wait_for_lab(name: str, db: Path, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
