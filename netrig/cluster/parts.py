@@ -25,6 +25,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from ipaddress import IPv4Network
 from typing import Any
 
 from netrig import routing
@@ -40,7 +41,6 @@ VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
 DEFAULT_MTU = 1500
 SWITCHED = ("bridge",)  # a segment across hosts (STP over tunnels) is not done yet
-NOT_ACROSS = ("batman",)  # batmand's originators did not cross a tunnel (not found out why)
 
 
 @dataclass
@@ -109,9 +109,6 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
     """Each host's part of the plan (see the module docstring)."""
     if plan.protocol in SWITCHED or any(n.kind == "switch" for n in plan.nodes.values()):
         raise LabError(f"lab {plan.name}: switch nodes across hosts are not done yet")
-    if plan.protocol in NOT_ACROSS:
-        raise LabError(f"lab {plan.name}: {plan.protocol} across hosts is not done yet "
-                       "(static, ecmp, babel and ospf are)")
     daemons = routing.make(plan.protocol, plan.routing_options).runs_daemons()
     parts = {}
     for host in dict.fromkeys(where.values()):
@@ -223,6 +220,15 @@ def _build(part: LabPart) -> dict[str, Any]:
             "seconds": seconds}
 
 
+def _broadcast(cidr: str) -> str | None:
+    """An IPv4 subnet's broadcast address, as the lab core gives a veth end (batmand sends
+    its originator messages to it: without one they never left a tunnel end)."""
+    addr, plen = cidr.split("/")
+    if ":" in addr or int(plen) >= 31:
+        return None
+    return str(IPv4Network(cidr, strict=False).broadcast_address)
+
+
 def _tunnel(t: Tunnel, ns: str, underlay_ns: str | None, local: str | None) -> None:
     """The VXLAN device, born in the node's namespace with its planned name and ifindex."""
     where = ["-n", underlay_ns] if underlay_ns else []
@@ -243,7 +249,8 @@ def _configure(node: NodePlan, part: LabPart, name: str) -> None:
         reqs.append(nlwire.set_link(t.index, up=True, master=t.master, what=f"{t.iface} up"))
         for cidr in t.addrs:
             addr, plen = cidr.split("/")
-            reqs.append(nlwire.new_addr(t.index, addr, int(plen), what=f"{cidr} on {t.iface}"))
+            reqs.append(nlwire.new_addr(t.index, addr, int(plen), broadcast=_broadcast(cidr),
+                                        what=f"{cidr} on {t.iface}"))
     for index, addr, mac in part.deferred_neighbors.get(name, []):
         reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr}"))
     reqs += route_requests(replace(node, routes=part.deferred_routes.get(name, [])))
@@ -405,7 +412,8 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                                         what=f"{tunnel['iface']} of {node}")]
                 for cidr in tunnel["addrs"]:  # what the kernel dropped: IPv6 addresses, ...
                     addr, plen = cidr.split("/")
-                    reqs.append(nlwire.new_addr(index, addr, int(plen), what=cidr))
+                    reqs.append(nlwire.new_addr(index, addr, int(plen),
+                                                broadcast=_broadcast(cidr), what=cidr))
                 reqs += [nlwire.new_neighbor(ix, addr, mac, what=f"neighbour {addr}")
                          for ix, addr, mac in deferred["neighbors"].get(node, []) if ix == index]
                 ends.append((node, tunnel["iface"], index, reqs))

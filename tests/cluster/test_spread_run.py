@@ -165,6 +165,32 @@ def test_trace_count_follows_flows_across_hosts(cluster: str, tmp_path: Path) ->
     _nothing_left(name)
 
 
+@requires_tool("batmand")
+def test_batman_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Path) -> None:
+    """batmand over VXLAN-cut links: a tunnel with one remote floods broadcasts to it, and
+    its address has the subnet's broadcast address as a veth end's has (batmand sends its
+    originator messages there), so the mesh forms across hosts: `up` pings across every
+    tunnel and between sampled pairs, and n1 reaches n4 on another host."""
+    name = new_lab_name("sp")
+    lab = tmp_path / "bat.yaml"
+    lab.write_text(f"name: {name}\ntopology: {{kind: ring, nodes: 6}}\n"
+                   "routing: {protocol: batman}\nplacement: {hosts: 3}\n")
+    up = netrig_cli("up", str(lab), "--cluster", cluster, timeout=180)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert "3 links are VXLAN tunnels" in up.stdout
+        assert "pairs across hosts reachable" in up.stdout
+        n4 = labs.node_addr(name, "n4", cluster)
+        host1, rc, out, _err = labs.exec_on(name, "n1", ["ping", "-c2", "-i0.2", n4], cluster)
+        assert rc == 0 and " 0% packet loss" in out
+        assert host1 != labs.exec_on(name, "n4", ["true"], cluster)[0]
+        addrs = labs.exec_on(name, "n1", ["ip", "-4", "-o", "addr", "show"], cluster)[2]
+        assert addrs.count(" brd ") >= 2  # its veth end and its tunnel end
+    finally:
+        assert netrig_cli("down", name, "--cluster", cluster, timeout=120).returncode == 0
+    _nothing_left(name)
+
+
 def _wait_for_lab(name: str, db: Path, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
