@@ -259,7 +259,7 @@ class ClusterRuntime(LabRuntime):
         return MeasurementFailed(
             f"{what} of node {node}, which is on host {self.where.get(node, '?')}: a "
             "measurement of a lab spread over hosts may only start processes in its nodes "
-            "(iperf3, ping, command do)")
+            "(iperf3, ping and command do)")
 
     def ns(self, node: str) -> str:
         raise self._elsewhere(node, "this measurement needs the network namespace")
