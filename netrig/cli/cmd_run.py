@@ -154,7 +154,7 @@ def run(
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
     placed = None
     if cluster:
-        from netrig.cluster.spread import placement_hosts
+        from netrig.cluster.sweep import placement_hosts  # light: no networkx for a sweep
 
         placed = placement_hosts(file, parse_overrides(overrides))
     runs = exp.runs()
@@ -165,13 +165,14 @@ def run(
     try:
         with ResultStore(db) as store:
             if cluster:
-                from netrig.cluster.spread import run_spread
                 from netrig.cluster.sweep import run_on_cluster
 
                 if placed is None:  # a whole lab per host, the runs spread over the hosts
                     outcome = run_on_cluster(exp, store, cluster, resume=resume,
                                              reporter=reporter)
                 else:  # one lab over the hosts, each measurement on its nodes' hosts
+                    from netrig.cluster.spread import run_spread
+
                     outcome = run_spread(exp, store, cluster, placed or None, resume=resume,
                                          reporter=reporter)
                 import gc

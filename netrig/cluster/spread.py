@@ -27,7 +27,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,19 +62,6 @@ class HostLost(MeasurementFailed):
     def __init__(self, host: str, what: str) -> None:
         super().__init__(f"host {host} was lost mid-run ({what}); its part of the lab is gone")
         self.host = host
-
-
-def placement_hosts(path: str, overrides: Mapping[str, str] | None = None) -> int | None:
-    """The `placement: {hosts: N}` of the experiment's lab: N (0: all the cluster's hosts),
-    or None when the lab has no `placement:` (a sweep of whole labs, one per host)."""
-    from netrig.model.experiment import load_experiment_model, substitute_point
-
-    model = load_experiment_model(path, overrides)
-    lab = substitute_point(model, model.points()[0]).lab
-    if not isinstance(lab.data, dict) or "placement" not in lab.data:
-        return None
-    placed = lab.data["placement"] or {}
-    return int(placed.get("hosts") or 0) if isinstance(placed, dict) else 0
 
 
 class _Sink:

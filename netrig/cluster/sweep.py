@@ -66,6 +66,19 @@ def connect(address: str) -> Any:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
 
 
+def placement_hosts(path: str, overrides: Mapping[str, str] | None = None) -> int | None:
+    """The `placement: {hosts: N}` of the experiment's lab: N (0: all the cluster's hosts),
+    or None when the lab has no `placement:` (a sweep of whole labs, one per host)."""
+    from netrig.model.experiment import load_experiment_model, substitute_point
+
+    model = load_experiment_model(path, overrides)
+    lab = substitute_point(model, model.points()[0]).lab
+    if not isinstance(lab.data, dict) or "placement" not in lab.data:
+        return None
+    placed = lab.data["placement"] or {}
+    return int(placed.get("hosts") or 0) if isinstance(placed, dict) else 0
+
+
 def hosts_of(client: Any) -> dict[str, str]:
     """Worker address → host name, of the workers that are netrig hosts."""
     workers = client.scheduler_info(n_workers=-1)["workers"]
