@@ -132,7 +132,8 @@ def run(
     scheduler, one at a time per host; every host runs every sweep point where it
     can (the host is a block: `netrig stat --by host`), each run is stored here
     with the host it ran on; a run of a host that dies is retried on another. A lab
-    with `placement: {hosts: N}` is instead spread over N hosts (as `netrig up
+    with `placement: {hosts: N}` (or a node's `host: NAME`) is instead spread over the
+    hosts (as `netrig up
     --cluster`), its runs one after another, each measurement's processes on the
     hosts of their nodes (stored with those hosts); a host lost mid-run fails that
     run with the reason, and the next run builds the lab again on the hosts left.
@@ -154,9 +155,9 @@ def run(
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
     placed = None
     if cluster:
-        from netrig.cluster.sweep import placement_hosts  # light: no networkx for a sweep
+        from netrig.cluster.sweep import placement_of  # light: no networkx for a sweep
 
-        placed = placement_hosts(file, parse_overrides(overrides))
+        placed = placement_of(file, parse_overrides(overrides))
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
@@ -173,8 +174,8 @@ def run(
                 else:  # one lab over the hosts, each measurement on its nodes' hosts
                     from netrig.cluster.spread import run_spread
 
-                    outcome = run_spread(exp, store, cluster, placed or None, resume=resume,
-                                         reporter=reporter)
+                    outcome = run_spread(exp, store, cluster, placed.hosts or None,
+                                         resume=resume, reporter=reporter, pins=placed.pins)
                 import gc
 
                 gc.freeze()  # the command ends soon: no last collection over Dask's objects

@@ -58,14 +58,17 @@ def _pinned(client: Any, fn: Callable[..., Any], address: str, *args: Any) -> An
 
 
 def up(plan: LabPlan, address: str, hosts: int | None = None,
-       say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
-    """Build PLAN over `hosts` of the cluster's hosts (all of them by default)."""
+       say: Callable[[str], None] = lambda _m: None, check: bool = True,
+       pins: dict[str, str] | None = None) -> SpreadLab:
+    """Build PLAN over `hosts` of the cluster's hosts (all of them by default); PINS: nodes
+    that go to a named host (`host:` in the lab file)."""
     with connect(address) as client:
-        return up_with(client, plan, address, hosts, say, check)
+        return up_with(client, plan, address, hosts, say, check, pins)
 
 
 def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
-            say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
+            say: Callable[[str], None] = lambda _m: None, check: bool = True,
+            pins: dict[str, str] | None = None) -> SpreadLab:
     """`up` through a client that is connected already (`netrig run --cluster`)."""
     address_of = {name: addr for addr, name in hosts_of(client).items()}
     names = sorted(address_of)
@@ -75,15 +78,22 @@ def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
     if wanted > len(names):
         raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
                        f"{', '.join(names)}")
-    names = names[:wanted]
+    unknown = sorted({h for h in (pins or {}).values() if h not in address_of})
+    if unknown:
+        raise BadInput(f"host: {', '.join(unknown)} is no host of {address} (it has "
+                       f"{', '.join(names)})")
+    names = sorted(set(names[:wanted]) | set((pins or {}).values()))
     taken = sorted(h for h, there in _labs(client).items()
                    if any(lab[0] == plan.name for lab in there))
     if taken:  # refused before anything is built: a failed build below removes its parts
         raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
                        f"changed. `netrig down {plan.name} --cluster {address}` removes it")
     facts = client.get_metadata([FACTS_KEY], default={})
-    where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
-                                names)
+    try:
+        where = placement.place(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links], names,
+                                pins)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     split = parts.split(plan, where)
     for part in split.values():
         features = facts.get(part.host, {}).get("features", {})

@@ -309,10 +309,11 @@ class SpreadSession(_Session):
     """The local runner's session, its lab spread over the cluster's hosts."""
 
     def __init__(self, exp: ExperimentPlan, store: HostResultStore, say: Reporter,
-                 outcome: Outcome, client: Any, address: str, hosts: int | None) -> None:
+                 outcome: Outcome, client: Any, address: str, hosts: int | None,
+                 pins: dict[str, str] | None = None) -> None:
         self.scratch = tempfile.mkdtemp(prefix="netrig-spread-")
         super().__init__(exp, store, say, outcome, Ledger(self.scratch))
-        self.client, self.address, self.hosts = client, address, hosts
+        self.client, self.address, self.hosts, self.pins = client, address, hosts, pins
         self.facts = client.get_metadata([FACTS_KEY], default={})
         self.spread: ClusterRuntime | None = None
 
@@ -334,7 +335,7 @@ class SpreadSession(_Session):
                       f"over {self.hosts or 'all'} hosts[/]")
         try:
             built = labs.up_with(self.client, point.plan, self.address, self.hosts or None,
-                                  check=True)
+                                 check=True, pins=self.pins)
         except LabError as exc:
             reason = f"lab {point.plan.name} could not be built across hosts: {exc}"
             self.broken[point.network] = reason
@@ -397,7 +398,8 @@ class SpreadSession(_Session):
 
 
 def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts: int | None,
-               *, resume: bool = False, reporter: Reporter | None = None) -> Outcome:
+               *, resume: bool = False, reporter: Reporter | None = None,
+               pins: dict[str, str] | None = None) -> Outcome:
     """Run every planned run not stored yet, each on the lab spread over the hosts."""
     say = reporter or Silent()
     client = connect(address)
@@ -409,6 +411,10 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
         if hosts and hosts > len(present):
             raise BadInput(f"placement asks for {hosts} hosts; {address} has {len(present)}: "
                            f"{', '.join(sorted(present))}")
+        unknown = sorted({h for h in (pins or {}).values() if h not in present})
+        if unknown:
+            raise BadInput(f"host: {', '.join(unknown)} is no host of {address} (it has "
+                           f"{', '.join(sorted(present))})")
         names = {p.plan.name for p in exp.points}
         taken = sorted(f"{lab} on {h}" for h, there in labs.status_with(client).items()
                        for lab, *_ in there if lab in names)
@@ -431,7 +437,7 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
                 done, todo = set(), runs
             outcome = Outcome(eid, "ok", skipped=len(done))
             say.begin(exp, todo, len(done))
-            session = SpreadSession(exp, store, say, outcome, client, address, hosts)
+            session = SpreadSession(exp, store, say, outcome, client, address, hosts, pins)
             try:
                 session.run_all(todo, stop)
             finally:

@@ -66,17 +66,35 @@ def connect(address: str) -> Any:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
 
 
-def placement_hosts(path: str, overrides: Mapping[str, str] | None = None) -> int | None:
-    """The `placement: {hosts: N}` of the experiment's lab: N (0: all the cluster's hosts),
-    or None when the lab has no `placement:` (a sweep of whole labs, one per host)."""
+@dataclass
+class Placed:
+    """Where a lab file asks its nodes to go on a cluster: `placement: {hosts: N}` (0: all
+    the cluster's hosts) and `host: NAME` of single nodes."""
+
+    hosts: int = 0
+    pins: dict[str, str] = field(default_factory=dict)
+
+
+def placement_of(path: str, overrides: Mapping[str, str] | None = None) -> Placed | None:
+    """The placement of the experiment's lab, or None when it has neither `placement:` nor
+    a node with `host:` (a sweep of whole labs, one per host)."""
     from netrig.model.experiment import load_experiment_model, substitute_point
 
     model = load_experiment_model(path, overrides)
     lab = substitute_point(model, model.points()[0]).lab
-    if not isinstance(lab.data, dict) or "placement" not in lab.data:
+    return placed(lab.data)
+
+
+def placed(doc: Any) -> Placed | None:
+    """`placement:` and the nodes' `host:` of a lab file's data (None: neither is there)."""
+    if not isinstance(doc, dict):
         return None
-    placed = lab.data["placement"] or {}
-    return int(placed.get("hosts") or 0) if isinstance(placed, dict) else 0
+    pins = {str(n["name"]): str(n["host"]) for n in doc.get("nodes") or []
+            if isinstance(n, dict) and n.get("host") and n.get("name")}
+    if "placement" not in doc and not pins:
+        return None
+    spec = doc.get("placement") or {}
+    return Placed(int(spec.get("hosts") or 0) if isinstance(spec, dict) else 0, pins)
 
 
 def hosts_of(client: Any) -> dict[str, str]:

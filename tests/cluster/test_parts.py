@@ -68,3 +68,27 @@ def test_batman_splits_with_its_daemons_started_after_the_tunnels() -> None:
         cidr = next(a for a in t.addrs if ":" not in a)
         assert parts._broadcast(cidr) not in (None, cidr.split("/")[0])
     assert parts._broadcast("198.19.0.0/31") is None and parts._broadcast("2001:2::1/64") is None
+
+
+def test_pinned_nodes_go_to_their_hosts_the_others_are_partitioned() -> None:
+    """`host: NAME` of a node: it goes there, whatever the partition said; a pin of a node
+    the lab has not is refused."""
+    import pytest
+
+    from netrig.cluster.placement import place
+    from netrig.cluster.sweep import placed
+
+    nodes = [f"n{i}" for i in range(1, 7)]
+    ring = [(f"n{i}", f"n{i % 6 + 1}") for i in range(1, 7)]
+    free = partition(nodes, ring, ["h1", "h2"])
+    moved = next(n for n in nodes if free[n] == "h1")
+    where = place(nodes, ring, ["h1", "h2"], {moved: "h3"})
+    assert where[moved] == "h3"
+    assert {n: h for n, h in where.items() if n != moved} == {
+        n: h for n, h in free.items() if n != moved}
+    with pytest.raises(ValueError, match="n9"):
+        place(nodes, ring, ["h1"], {"n9": "h1"})
+    assert placed({"name": "x", "topology": {"kind": "ring"}}) is None
+    doc = {"nodes": [{"name": "n1", "host": "h2"}, {"name": "n2"}]}
+    assert (placed(doc).hosts, placed(doc).pins) == (0, {"n1": "h2"})  # type: ignore[union-attr]
+    assert placed({"placement": {"hosts": 3}}).hosts == 3  # type: ignore[union-attr]

@@ -105,6 +105,28 @@ def test_iperf3_and_ping_between_nodes_on_different_hosts(cluster: str, tmp_path
     assert all(f"{h}: kernel " in shown.stdout for h in runs[0]["host"].split("+"))
 
 
+def test_host_per_node_pins_it_there(cluster: str, tmp_path: Path) -> None:
+    """`host: NAME` of n1 and n4 puts both on that host (the partition had them apart):
+    the measurement between them runs there alone; a host the cluster lacks is refused
+    before anything is built or stored."""
+    pinned = f"{CLUSTER}-h2"
+    path, name = _experiment(tmp_path, f"nodes:\n  - {{name: n1, host: {pinned}}}\n"
+                             f"  - {{name: n4, host: {pinned}}}\nmeasure:\n"
+                             "  - iperf3: {client: n1, server: n4, duration: 1}\n")
+    db = tmp_path / "p.db"
+    done = netrig_cli("run", str(path), "--db", str(db), "--cluster", cluster, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run,) = _runs(db)
+    assert run["status"] == "ok" and run["host"] == pinned
+    _nothing_left(name)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(path.read_text().replace(pinned, "nosuchhost"))
+    done = netrig_cli("run", str(bad), "--db", str(tmp_path / "b.db"), "--cluster", cluster,
+                      timeout=120)
+    assert done.returncode == 2 and "nosuchhost is no host of" in done.stderr, done.stderr
+    _nothing_left(name)
+
+
 def test_an_event_on_a_cut_link_acts_on_both_hosts(cluster: str, tmp_path: Path) -> None:
     """`link A-B down` of a link between hosts takes both tunnel ends down, each on its
     host: the pings across it are lost while it is down, and come back once it is up."""
@@ -191,11 +213,18 @@ def test_batman_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: 
     _nothing_left(name)
 
 
-def _wait_for_lab(name: str, db: Path, timeout: float = 90) -> None:
+def _wait_for_lab(name: str, db: Path, cluster: str, timeout: float = 90) -> str:
+    """Until the lab is up on every host (each part built, not only begun): the host of
+    n4, the iperf3 server's node."""
+    from netrig.lab.build import LabError
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if db.exists() and all(name in there for there in _labs_on_hosts().values()):
-            return
+            try:
+                return labs.exec_on(name, "n4", ["true"], cluster)[0]
+            except LabError:  # a part still building
+                pass
         time.sleep(0.2)
     raise AssertionError(f"lab {name} never came up on every host: {_labs_on_hosts()}")
 
@@ -207,7 +236,7 @@ def test_ctrl_c_stops_the_run_and_removes_every_part(cluster: str, tmp_path: Pat
     proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
                              "--cluster", cluster], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    _wait_for_lab(name, db)
+    _wait_for_lab(name, db, cluster)
     time.sleep(1.5)  # inside the first run's iperf3
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -229,8 +258,7 @@ def test_a_host_lost_mid_run_fails_that_run_with_its_reason(cluster: str, tmp_pa
     proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
                              "--cluster", cluster], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    _wait_for_lab(name, db)
-    server_host = labs.exec_on(name, "n4", ["true"], cluster)[0]
+    server_host = _wait_for_lab(name, db, cluster)
     time.sleep(1.5)
     victim = next(h for h in sim.status(CLUSTER)[1] if h.host.name == server_host)
     os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
