@@ -193,6 +193,13 @@ class ClusterRuntime(LabRuntime):
                     if address not in hosts_of(self.client):
                         self.lost = host
                         raise HostLost(host, what) from None
+                except (MeasurementFailed, LabError, OSError, subprocess.SubprocessError):
+                    raise  # the host's own answer (its error, sent back)
+                except Exception:  # Dask's: the worker died with the task (KilledWorker, ...)
+                    if address not in hosts_of(self.client):
+                        self.lost = host
+                        raise HostLost(host, what) from None
+                    raise
         finally:
             if not future.done():
                 future.cancel()
