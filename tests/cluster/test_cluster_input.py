@@ -6,6 +6,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from netrig.lab import netns
 from tests.conftest import netrig_cli, requires_root
 
@@ -82,3 +84,21 @@ def test_cluster_ssh_without_asyncssh_names_the_optional_dependency() -> None:
     done = netrig_cli("cluster", "ssh", "lab1.example.net", "lab2.example.net", timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "pip install asyncssh (netrig's optional dependency cluster-ssh)" in done.stderr
+
+
+@requires_root
+def test_a_cluster_that_fails_to_come_up_leaves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An underlay that does not answer: `up` fails, and removes its namespaces and its
+    state dir (a dir left behind read as a cluster to `status` and `down`)."""
+    import os
+
+    from netrig.cluster import local, underlay
+    from netrig.lab.build import LabError
+    from tests.conftest import RUN_TAG
+
+    name = f"cf{RUN_TAG}"
+    monkeypatch.setattr(underlay, "reachable", lambda layout: ["198.51.100.12"])
+    with pytest.raises(LabError, match=r"198\.51\.100\.12 not reachable"):
+        local.up(2, name)
+    assert not os.path.exists(local.cluster_root(name))
+    assert [n for n in netns.list_names() if name in n] == []
