@@ -149,10 +149,15 @@ def apply_event(name: str, kind: str, target: tuple[str, ...], rate: int | None)
             elif kind == "node-start":
                 faults.start_node(lab, target[0])
             elif kind == "link-rate":
-                if not all(n in lab.plan.nodes for n in target):
-                    return (f"link {'-'.join(target)} crosses hosts: changing the rate of a "
-                            "VXLAN-cut link is not done yet")
-                faults.set_rate(lab, target[0], target[1], rate)
+                here = [n for n in target if n in lab.plan.nodes]
+                if len(here) == 2:
+                    faults.set_rate(lab, target[0], target[1], rate)
+                else:  # a cut link: this host's tunnel end
+                    node, peer = here[0], next(n for n in target if n != here[0])
+                    tunnel = parts._tunnel_to(lab.ledger.lab_dir(name), node, peer)
+                    if tunnel is None:
+                        return f"lab {name} has no link {'-'.join(target)}"
+                    parts.tunnel_rate(lab.ns(node), int(tunnel["index"]), rate)
             else:
                 return f"{kind} is not a host event"
         except Exception as exc:  # sent back as text: the run records it

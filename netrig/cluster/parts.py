@@ -31,7 +31,7 @@ from typing import Any
 from netrig import routing
 from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
-from netrig.lab.build import LabError, route_requests
+from netrig.lab.build import LabError, route_requests, set_tbf
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -57,6 +57,8 @@ class Tunnel:
     remote: str = ""  # the peer host's underlay address, filled in from its facts
     peer: str = ""  # the node at the other end, and its end's ifindex (for a trace)
     peer_index: int = 0
+    rate: int | None = None  # the link's rate limit (bit/s): a token bucket on this end
+    burst: int | None = None
 
 
 @dataclass
@@ -136,6 +138,7 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
                     bridge.index if bridge and iface.master == bridge.name else None,
                     peer=iface.peer,
                     peer_index=plan.nodes[iface.peer].iface(iface.peer_iface).index,
+                    rate=link.rate, burst=link.burst,
                 ))
             part.deferred_routes[name] = [
                 r for r in node.routes if any(ix in cut_index for _, ix in r.nexthops)
@@ -200,6 +203,9 @@ def _build(part: LabPart) -> dict[str, Any]:
                 _tunnel(t, plan.nodes[t.node].ns, config.underlay_ns, config.underlay_addr)
             for name in plan.nodes:
                 _configure(plan.nodes[name], part, name)
+            for t in part.tunnels:  # the lab core limits the links it builds; these are ours
+                if t.rate:
+                    tunnel_rate(plan.nodes[t.node].ns, t.index, t.rate, t.burst)
             seconds["tunnels"] = time.perf_counter() - mark
             save_json(os.path.join(ledger.lab_dir(plan.name), "tunnels.json"),
                       [asdict(t) for t in part.tunnels])
@@ -218,6 +224,31 @@ def _build(part: LabPart) -> dict[str, Any]:
     seconds["total"] = time.perf_counter() - started
     return {"host": config.name, "nodes": len(plan.nodes), "tunnels": len(part.tunnels),
             "seconds": seconds}
+
+
+def tunnel_rate(ns: str, index: int, rate: int | None, burst: int | None = None) -> None:
+    """A token bucket of RATE bit/s on a tunnel end (replacing any); None removes it (as
+    `faults.set_rate` does on a veth end)."""
+    import errno
+
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    def apply() -> None:
+        with IPRoute() as ipr:
+            if rate is None:
+                try:
+                    ipr.tc("del", index=index, root=True)
+                except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
+                    if exc.code not in (errno.ENOENT, errno.EINVAL):
+                        raise
+                return
+            set_tbf(ipr, index, rate, burst, command="replace")
+
+    try:
+        netns.in_netns(ns, apply)
+    except Exception as exc:  # pyroute2's NetlinkError
+        raise LabError(f"rate on tunnel end {index} in {ns}: {exc}") from exc
 
 
 def _broadcast(cidr: str) -> str | None:
