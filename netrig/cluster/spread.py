@@ -193,9 +193,10 @@ class ClusterRuntime(LabRuntime):
                     if address not in hosts_of(self.client):
                         self.lost = host
                         raise HostLost(host, what) from None
-                except (MeasurementFailed, LabError, OSError, subprocess.SubprocessError):
+                except (MeasurementFailed, LabError, subprocess.SubprocessError):
                     raise  # the host's own answer (its error, sent back)
-                except Exception:  # Dask's: the worker died with the task (KilledWorker, ...)
+                except Exception:  # the worker died with the task (KilledWorker, a closed
+                    # comm), or the host's own error: which one, the scheduler knows
                     if address not in hosts_of(self.client):
                         self.lost = host
                         raise HostLost(host, what) from None
