@@ -154,9 +154,11 @@ def _show_run(store: ResultStore, run_id: int) -> None:
     )
     if run.reason:
         console.print(f"reason: {run.reason}", soft_wrap=True, highlight=False)
-    if run.host:
-        facts = store.hosts_facts(e.id).get(run.host, {})
-        console.print(_facts_line(f"ran on {run.host}", facts), soft_wrap=True, markup=False)
+    if run.host:  # a lab spread over hosts: "h1+h2", each host's facts
+        known = store.hosts_facts(e.id)
+        for host in run.host.split("+"):
+            console.print(_facts_line(f"ran on {host}", known.get(host, {})), soft_wrap=True,
+                          markup=False)
     samples = store.samples(run.id)
     table = Table(title="summary samples", title_justify="left")
     for column in ("measurement", "metric", "stream", "value", "unit"):

@@ -131,7 +131,12 @@ def run(
     With --cluster ADDR (or NETRIG_CLUSTER) the runs go to the hosts of that Dask
     scheduler, one at a time per host; every host runs every sweep point where it
     can (the host is a block: `netrig stat --by host`), each run is stored here
-    with the host it ran on; a run of a host that dies is retried on another.
+    with the host it ran on; a run of a host that dies is retried on another. A lab
+    with `placement: {hosts: N}` (or a node's `host: NAME`) is instead spread over the
+    hosts (as `netrig up
+    --cluster`), its runs one after another, each measurement's processes on the
+    hosts of their nodes (stored with those hosts); a host lost mid-run fails that
+    run with the reason, and the next run builds the lab again on the hosts left.
 
     Ctrl-C (or SIGTERM, SIGHUP) stops the current run cleanly: the lab is removed,
     finished runs are kept, the interrupted run is stored as interrupted; `--resume`
@@ -148,10 +153,11 @@ def run(
     if not dry_run and not cluster:  # --dry-run creates nothing; --cluster's hosts do
         require_root("run")
     exp = load_experiment(file, parse_overrides(overrides), repeat, lab_name)
+    placed = None
     if cluster:
-        from netrig.cluster.sweep import refuse_placement
+        from netrig.cluster.sweep import placement_of  # light: no networkx for a sweep
 
-        refuse_placement(file, parse_overrides(overrides))
+        placed = placement_of(file, parse_overrides(overrides))
     runs = exp.runs()
     if dry_run:
         _print_plan(exp, runs)
@@ -162,7 +168,14 @@ def run(
             if cluster:
                 from netrig.cluster.sweep import run_on_cluster
 
-                outcome = run_on_cluster(exp, store, cluster, resume=resume, reporter=reporter)
+                if placed is None:  # a whole lab per host, the runs spread over the hosts
+                    outcome = run_on_cluster(exp, store, cluster, resume=resume,
+                                             reporter=reporter)
+                else:  # one lab over the hosts, each measurement on its nodes' hosts
+                    from netrig.cluster.spread import run_spread
+
+                    outcome = run_spread(exp, store, cluster, placed.hosts or None,
+                                         resume=resume, reporter=reporter, pins=placed.pins)
                 import gc
 
                 gc.freeze()  # the command ends soon: no last collection over Dask's objects
@@ -178,7 +191,7 @@ def run(
     if outcome.signal:
         err_console.print(
             f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
-            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name)}",
+            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name, cluster)}",
             soft_wrap=True,
         )
         sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
@@ -290,7 +303,12 @@ def print_summary(
 
 
 def _resume_command(
-    file: str, db: str, repeat: int | None, overrides: tuple[str, ...], lab_name: str | None
+    file: str,
+    db: str,
+    repeat: int | None,
+    overrides: tuple[str, ...],
+    lab_name: str | None,
+    cluster: str | None = None,
 ) -> str:
     """The command that continues this experiment: --resume finds it only with the same
     file, --set values, --repeat and --name."""
@@ -301,4 +319,5 @@ def _resume_command(
     argv += ["--repeat", str(repeat)] if repeat is not None else []
     argv += ["--name", lab_name] if lab_name else []
     argv += ["--db", db] if db != "netrig.db" else []
+    argv += ["--cluster", cluster] if cluster else []
     return shlex.join(argv)

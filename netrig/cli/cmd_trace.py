@@ -29,7 +29,8 @@ from netrig.rig import Lab
     "flows",
     type=click.IntRange(1, 100000),
     default=None,
-    help="Trace N flows (source ports 32768…) and count how often each path is used.",
+    help="Trace N flows (source ports 32768…) and count how often each path is used "
+    "(with --cluster: across the hosts).",
 )
 @click.option("--proto", type=click.Choice(sorted(IPPROTO)), default="tcp", show_default=True)
 @click.option("--sport", type=click.IntRange(1, 65535), default=40000, show_default=True)
@@ -48,10 +49,7 @@ def trace(
     included, so `--count` shows how equal-cost paths share the traffic.
     """
     if cluster:
-        if flows is not None:
-            fail("--count with --cluster is not done yet (one flow at a time: --sport)",
-                 EXIT_BAD_INPUT)
-        _trace_on_cluster(lab, src, dst, cluster, proto, sport, dport, 6 if ipv6 else 4)
+        _trace_on_cluster(lab, src, dst, cluster, proto, sport, dport, 6 if ipv6 else 4, flows)
         return
     require_root("trace")
     running = Lab.attach(lab)
@@ -84,22 +82,42 @@ def trace(
 
 
 def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sport: int,
-                      dport: int, family: int) -> None:
-    """netrig trace --cluster: each host traces its part; tunnels lead to the next host."""
+                      dport: int, family: int, flows: int | None) -> None:
+    """netrig trace --cluster: each host traces its part; tunnels lead to the next host.
+    With --count, every host traces all the flows that are on its nodes at once."""
     from netrig.cluster import labs
 
     dst_addr = dst
     if ":" not in dst and not dst.replace(".", "").isdigit():  # a node: its host knows it
         dst_addr = labs.node_addr(lab, dst, address, family)
-    hops, reached, error = labs.trace(lab, src, dst_addr, address, proto, sport, dport)
     shown_dst = dst if dst == dst_addr else f"{dst} ({dst_addr})"
+    if flows is not None:
+        counts = labs.count_paths(lab, src, dst_addr, flows, address, proto, dport)
+        table = Table(title=f"{flows} {proto} flows {src} → {shown_dst} across hosts",
+                      title_justify="left")
+        table.add_column("flows", justify="right")
+        table.add_column("share", justify="right")
+        table.add_column("hops", justify="right")
+        table.add_column("path (\\[host] where the path enters it)")
+        for (hops, reached, error), n in counts.most_common():
+            table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(hops) - 1),
+                          _hops_text(list(hops), reached, error))
+        console.print(table)
+        if any(not reached for _hops, reached, _e in counts):
+            raise SystemExit(EXIT_FAILURE)
+        return
+    hops, reached, error = labs.trace(lab, src, dst_addr, address, proto, sport, dport)
     console.print(f"{src} → {shown_dst}, {proto} {sport}→{dport}: {len(hops) - 1} hops")
+    console.print(_hops_text(hops, reached, error), soft_wrap=True)
+    if not reached:
+        raise SystemExit(EXIT_FAILURE)
+
+
+def _hops_text(hops: list[tuple[str, str, str | None]], reached: bool, error: str | None) -> str:
     shown, previous = [], None
     for host, node, out in hops:  # the host named where the path enters it
         where = f"\\[{host}] " if host != previous else ""
         shown.append(where + node + (f" ({out})" if out else ""))
         previous = host
     text = " → ".join(shown)
-    console.print(text if reached else f"{text} ✘ {error or 'not reached'}", soft_wrap=True)
-    if not reached:
-        raise SystemExit(EXIT_FAILURE)
+    return text if reached else f"{text} ✘ {error or 'not reached'}"

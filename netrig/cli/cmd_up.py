@@ -33,7 +33,8 @@ TABLE_ROWS = 24
 @click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
 @click.option("--cluster", metavar="tcp://HOST:PORT", help="Build the lab over the hosts of "
-              "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them).")
+              "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them; a node's "
+              "`host: NAME` puts it on that host).")
 @click.option(
     "--name",
     metavar="NAME",
@@ -118,15 +119,16 @@ def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
     import yaml
 
     from netrig.cluster import labs
+    from netrig.cluster.sweep import Placed, placed
 
     try:  # a netrig lab file says it (a containerlab or Mininet file does not)
         with open(file) as fh:
             doc = yaml.safe_load(fh)
     except yaml.YAMLError:
         doc = None
-    placement = (doc.get("placement") if isinstance(doc, dict) else None) or {}
+    placement = placed(doc) or Placed()
     started = time.perf_counter()
-    spread = labs.up(plan, address, placement.get("hosts"), progress, check)
+    spread = labs.up(plan, address, placement.hosts or None, progress, check, placement.pins)
     per_host: dict[str, int] = {}
     for host in spread.where.values():
         per_host[host] = per_host.get(host, 0) + 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,63 +58,79 @@ def _pinned(client: Any, fn: Callable[..., Any], address: str, *args: Any) -> An
 
 
 def up(plan: LabPlan, address: str, hosts: int | None = None,
-       say: Callable[[str], None] = lambda _m: None, check: bool = True) -> SpreadLab:
-    """Build PLAN over `hosts` of the cluster's hosts (all of them by default)."""
+       say: Callable[[str], None] = lambda _m: None, check: bool = True,
+       pins: dict[str, str] | None = None) -> SpreadLab:
+    """Build PLAN over `hosts` of the cluster's hosts (all of them by default); PINS: nodes
+    that go to a named host (`host:` in the lab file)."""
     with connect(address) as client:
-        address_of = {name: addr for addr, name in hosts_of(client).items()}
-        names = sorted(address_of)
-        if not names:
-            raise BadInput(f"no netrig worker is connected to {address}")
-        wanted = hosts or len(names)
-        if wanted > len(names):
-            raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
-                           f"{', '.join(names)}")
-        names = names[:wanted]
-        taken = sorted(h for h, there in _labs(client).items()
-                       if any(lab[0] == plan.name for lab in there))
-        if taken:  # refused before anything is built: a failed build below removes its parts
-            raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
-                           f"changed. `netrig down {plan.name} --cluster {address}` removes it")
-        facts = client.get_metadata([FACTS_KEY], default={})
-        where = placement.partition(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links],
-                                    names)
-        split = parts.split(plan, where)
-        for part in split.values():
-            features = facts.get(part.host, {}).get("features", {})
-            if part.tunnels and features.get("vxlan", "present") != "present":
-                raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
-                               "there); a lab across hosts needs it for its cut links")
-            for tunnel in part.tunnels:
-                tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
-                if not tunnel.remote:
-                    raise LabError(f"host {tunnel.remote_host} published no underlay address")
-        cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
-        say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
-        # each part straight to its host (scattered, not inside the task: the scheduler
-        # would unpickle and pickle again every part's routes, 2.4 MB each at 2,000 nodes)
-        shipped = {h: client.scatter(p, workers=[address_of[h]], direct=True, hash=False)
-                   for h, p in split.items()}
-        futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h])
-                   for h in split}
-        built, errors = [], []
-        for host, future in futures.items():
-            try:
-                built.append(future.result())
-            except Exception as exc:  # one host failed (and removed what it had built):
-                errors.append(f"{host}: {exc}")  # the other hosts' parts must go too
-        if errors:
-            _down(client, {b["host"]: address_of[b["host"]] for b in built}, plan.name)
-            raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
-        lab = SpreadLab(plan.name, where, cut, built, [])
-        if check:
-            try:
-                started = time.monotonic()
-                lab.checked = _check(client, address_of, plan, where)
-                lab.check_seconds = time.monotonic() - started
-            except LabError:
-                _down(client, address_of, plan.name)
-                raise
-        return lab
+        return up_with(client, plan, address, hosts, say, check, pins)
+
+
+def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
+            say: Callable[[str], None] = lambda _m: None, check: bool = True,
+            pins: dict[str, str] | None = None) -> SpreadLab:
+    """`up` through a client that is connected already (`netrig run --cluster`)."""
+    address_of = {name: addr for addr, name in hosts_of(client).items()}
+    names = sorted(address_of)
+    if not names:
+        raise BadInput(f"no netrig worker is connected to {address}")
+    wanted = hosts or len(names)
+    if wanted > len(names):
+        raise BadInput(f"placement asks for {wanted} hosts; {address} has {len(names)}: "
+                       f"{', '.join(names)}")
+    unknown = sorted({h for h in (pins or {}).values() if h not in address_of})
+    if unknown:
+        raise BadInput(f"host: {', '.join(unknown)} is no host of {address} (it has "
+                       f"{', '.join(names)})")
+    names = sorted(set(names[:wanted]) | set((pins or {}).values()))
+    taken = sorted(h for h, there in _labs(client).items()
+                   if any(lab[0] == plan.name for lab in there))
+    if taken:  # refused before anything is built: a failed build below removes its parts
+        raise BadInput(f"lab {plan.name} is already up on {', '.join(taken)}; nothing "
+                       f"changed. `netrig down {plan.name} --cluster {address}` removes it")
+    facts = client.get_metadata([FACTS_KEY], default={})
+    try:
+        where = placement.place(list(plan.nodes), [(lk.a, lk.b) for lk in plan.links], names,
+                                pins)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    split = parts.split(plan, where)
+    for part in split.values():
+        features = facts.get(part.host, {}).get("features", {})
+        if part.tunnels and features.get("vxlan", "present") != "present":
+            raise BadInput(f"host {part.host} has no VXLAN in its kernel (netrig doctor "
+                           "there); a lab across hosts needs it for its cut links")
+        for tunnel in part.tunnels:
+            tunnel.remote = str(facts.get(tunnel.remote_host, {}).get("underlay_addr") or "")
+            if not tunnel.remote:
+                raise LabError(f"host {tunnel.remote_host} published no underlay address")
+    cut = placement.cut_links([(lk.a, lk.b) for lk in plan.links], where)
+    say(f"{len(plan.nodes)} nodes on {len(split)} hosts, {cut} links cut (VXLAN tunnels)")
+    # each part straight to its host (scattered, not inside the task: the scheduler
+    # would unpickle and pickle again every part's routes, 2.4 MB each at 2,000 nodes)
+    shipped = {h: client.scatter(p, workers=[address_of[h]], direct=True, hash=False)
+               for h, p in split.items()}
+    futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h])
+               for h in split}
+    built, errors = [], []
+    for host, future in futures.items():
+        try:
+            built.append(future.result())
+        except Exception as exc:  # one host failed (and removed what it had built):
+            errors.append(f"{host}: {exc}")  # the other hosts' parts must go too
+    if errors:
+        _down(client, {b["host"]: address_of[b["host"]] for b in built}, plan.name)
+        raise LabError(f"lab {plan.name} could not be built: {'; '.join(errors)}")
+    lab = SpreadLab(plan.name, where, cut, built, [])
+    if check:
+        try:
+            started = time.monotonic()
+            lab.checked = _check(client, address_of, plan, where)
+            lab.check_seconds = time.monotonic() - started
+        except LabError:
+            _down(client, address_of, plan.name)
+            raise
+    return lab
 
 
 def _pairs(plan: LabPlan, where: dict[str, str]) -> list[tuple[str, str]]:
@@ -185,6 +202,9 @@ def _check(client: Any, address_of: dict[str, str], plan: LabPlan,
     return checked
 
 
+check_with = _check  # the pings across hosts again (a run's lab before its events)
+
+
 def _wait_for(plan: LabPlan) -> float:
     """How long pairs may take to answer: the lab's check timeout, or the protocol's."""
     from netrig import routing
@@ -196,6 +216,7 @@ def _wait_for(plan: LabPlan) -> float:
 
 
 def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
+    """Every host of ADDRESS_OF removes its part of lab NAME: (host, namespaces removed)."""
     futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
     return [_result(f) for f in futures]
 
@@ -228,25 +249,30 @@ class LinkChange:
 def link(name: str, a: str, b: str, up: bool, address: str) -> LinkChange:
     """Both ends of the A–B link of lab NAME down (or up again), each on its host."""
     with connect(address) as client:
-        workers = list(hosts_of(client))
+        return link_with(client, name, a, b, up, address)
 
-        def on_every_host(step: str) -> list[dict[str, Any]]:
-            futures = [client.submit(parts.link_part, name, a, b, up, step, workers=[w],
-                                     allow_other_workers=False, pure=False) for w in workers]
-            found = [r for r in (_result(f) for f in futures) if r is not None]
-            errors = [r["error"] for r in found if r["error"]]
-            if errors:
-                raise BadInput(errors[0])
-            return found
 
-        done = on_every_host("ends")
-        if not done:
-            raise BadInput(f"no host of {address} has node {a!r} or {b!r} of a lab {name!r}")
-        tunnel = all(r["tunnel"] for r in done)
-        if tunnel and len(done) != 2:
-            raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
-        if up:  # routes only once both ends are up: their nexthops are reachable
-            on_every_host("routes")
+def link_with(client: Any, name: str, a: str, b: str, up: bool, address: str) -> LinkChange:
+    """`link` through a client that is connected already (events of `netrig run`)."""
+    workers = list(hosts_of(client))
+
+    def on_every_host(step: str) -> list[dict[str, Any]]:
+        futures = [client.submit(parts.link_part, name, a, b, up, step, workers=[w],
+                                 allow_other_workers=False, pure=False) for w in workers]
+        found = [r for r in (_result(f) for f in futures) if r is not None]
+        errors = [r["error"] for r in found if r["error"]]
+        if errors:
+            raise BadInput(errors[0])
+        return found
+
+    done = on_every_host("ends")
+    if not done:
+        raise BadInput(f"no host of {address} has node {a!r} or {b!r} of a lab {name!r}")
+    tunnel = all(r["tunnel"] for r in done)
+    if tunnel and len(done) != 2:
+        raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
+    if up:  # routes only once both ends are up: their nexthops are reachable
+        on_every_host("routes")
     return LinkChange([(r["host"], end) for r in done for end in r["ends"]], tunnel)
 
 
@@ -263,6 +289,9 @@ def node_addr(name: str, node: str, address: str, family: int = 4) -> str:
                    f"of a lab {name!r}")
 
 
+down_with = _down  # through a client connected already (`netrig run --cluster`)
+
+
 def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
     """host → its labs (name, state, nodes)."""
     with connect(address) as client:
@@ -275,39 +304,74 @@ def _labs(client: Any) -> dict[str, list[tuple[str, str, int]]]:
     return dict(_result(f) for f in futures)
 
 
+status_with = _labs  # through a client connected already
+
+
+Hops = list[tuple[str, str, str | None]]  # (host, node, out interface)
+
+
 def trace(name: str, src: str, dst: str, address: str, proto: str = "tcp",
-          sport: int = 40000, dport: int = 5201) -> tuple[list[tuple[str, str, str | None]],
-                                                          bool, str | None]:
+          sport: int = 40000, dport: int = 5201) -> tuple[Hops, bool, str | None]:
     """The hops of one flow from SRC to the address DST across the lab's hosts:
     [(host, node, out interface)], reached, error. Each host traces its part; a hop out
     of a tunnel goes on at the peer node, on the peer's host."""
-    hops: list[tuple[str, str, str | None]] = []
-    node, iif, from_addr = src, None, None
     with connect(address) as client:
-        workers = list(hosts_of(client))
-        for _ in range(64):  # host changes: more means a loop
-            futures = [client.submit(parts.trace_part, name, node, dst, from_addr, iif, proto,
-                                     sport, dport, workers=[w], allow_other_workers=False,
-                                     pure=False) for w in workers]
-            found = [r for r in (_result(f) for f in futures) if r is not None]
-            if not found:
-                return hops, False, f"no host has node {node!r} of a lab {name!r}"
-            part = found[0]
-            hops += [(part["host"], n, out) for n, out in part["hops"]]
+        return trace_with(client, name, src, dst, proto, sport, dport)
+
+
+def trace_with(client: Any, name: str, src: str, dst: str, proto: str = "tcp",
+               sport: int = 40000, dport: int = 5201) -> tuple[Hops, bool, str | None]:
+    """`trace` through a client connected already."""
+    return trace_flows_with(client, name, src, dst, [sport], proto, dport)[0]
+
+
+def trace_flows_with(client: Any, name: str, src: str, dst: str, sports: list[int],
+                     proto: str = "tcp", dport: int = 5201
+                     ) -> list[tuple[Hops, bool, str | None]]:
+    """Each flow (one per source port) from SRC to the address DST, host by host: every
+    host is asked once per round for all the flows whose next node it has (a round per
+    host change, at most 64: more means a loop)."""
+    workers = list(hosts_of(client))
+    # flow id → [node, ingress ifindex, source address, hops so far]
+    going: dict[int, list[Any]] = {i: [src, None, None, []] for i in range(len(sports))}
+    done: dict[int, tuple[Hops, bool, str | None]] = {}
+    for _ in range(64):
+        if not going:
+            break
+        batch = [(i, f[0], f[1], f[2], sports[i]) for i, f in going.items()]
+        futures = [client.submit(parts.trace_flows, name, dst, proto, dport, batch,
+                                 workers=[w], allow_other_workers=False, pure=False)
+                   for w in workers]
+        answers: dict[int, tuple[str, dict[str, Any]]] = {}
+        for found in (_result(f) for f in futures):
+            if found is not None:
+                answers.update({i: (found["host"], r) for i, r in found["flows"].items()})
+        for i, flow in list(going.items()):
+            if i not in answers:
+                done[i] = (flow[3], False, f"no host has node {flow[0]!r} of a lab {name!r}")
+                del going[i]
+                continue
+            host, part = answers[i]
+            flow[3] += [(host, n, out) for n, out in part["hops"]]
+            flow[2] = flow[2] or part["from"]  # the flow keeps the address its source chose
             if part["next"] is None:
-                return hops, part["reached"], part["error"]
-            if from_addr is None:  # the flow keeps the source address the first node chose
-                from_addr = _source_address(client, workers, name, src, dst)
-            node, iif, _host = part["next"]
-    return hops, False, "the path changes hosts more than 64 times (a loop?)"
+                done[i] = (flow[3], part["reached"], part["error"])
+                del going[i]
+            else:
+                flow[0], flow[1], _host = part["next"]
+    for i, flow in going.items():
+        done[i] = (flow[3], False, "the path changes hosts more than 64 times (a loop?)")
+    return [done[i] for i in range(len(sports))]
 
 
-def _source_address(client: Any, workers: list[str], name: str, src: str, dst: str) -> str:
-    """The address SRC sends from to DST (what connect() would pick)."""
-    futures = [client.submit(parts.exec_part, name, src, ["ip", "-o", "route", "get", dst],
-                             workers=[w], allow_other_workers=False, pure=False)
-               for w in workers]
-    for result in (_result(f) for f in futures):
-        if result is not None and " src " in result[2]:
-            return result[2].split(" src ", 1)[1].split()[0]
-    raise LabError(f"no source address of {src} towards {dst}")
+PathKey = tuple[tuple[tuple[str, str, str | None], ...], bool, str | None]
+
+
+def count_paths(name: str, src: str, dst: str, flows: int, address: str, proto: str = "tcp",
+                dport: int = 5201, first_sport: int = 32768) -> Counter[PathKey]:
+    """How many of FLOWS flows (source ports first_sport…) take each path across hosts:
+    (hops, reached, error) → flows."""
+    with connect(address) as client:
+        traced = trace_flows_with(client, name, src, dst,
+                                  [first_sport + i for i in range(flows)], proto, dport)
+    return Counter((tuple(hops), reached, error) for hops, reached, error in traced)

@@ -123,6 +123,7 @@ def up(
     root = cluster_root(name, state_dir)
     os.makedirs(root, exist_ok=True)
     ledger = Ledger(root)
+    began = done = False
     try:
         if ledger.lab(name) is not None:
             raise LabError(
@@ -130,6 +131,7 @@ def up(
                 "ends it"
             )
         ledger.begin_lab(name, hosts, None)
+        began = True
         cluster = LocalCluster(name, root, hosts=[])
         try:
             say(f"creating the underlay ({hosts} hosts, bridge in {layout.bridge_ns})")
@@ -168,9 +170,12 @@ def up(
             _down(ledger, cluster)
             raise
         ledger.set_lab_state(name, "up")
+        done = True
         return cluster
     finally:
         ledger.close()
+        if began and not done:  # what it made is gone (`_down`): its state dir goes too
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait_workers(cluster: LocalCluster) -> None:

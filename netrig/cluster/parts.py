@@ -17,18 +17,21 @@ deferred neighbours and routes. It goes with the node's namespace, which the led
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
+from ipaddress import IPv4Network
 from typing import Any
 
 from netrig import routing
-from netrig.cluster.host import current
+from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
-from netrig.lab.build import LabError, route_requests
+from netrig.lab.build import LabError, route_requests, set_tbf
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -38,7 +41,6 @@ VXLAN_PORT = 4789
 VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
 DEFAULT_MTU = 1500
 SWITCHED = ("bridge",)  # a segment across hosts (STP over tunnels) is not done yet
-NOT_ACROSS = ("batman",)  # batmand's originators did not cross a tunnel (not found out why)
 
 
 @dataclass
@@ -55,6 +57,8 @@ class Tunnel:
     remote: str = ""  # the peer host's underlay address, filled in from its facts
     peer: str = ""  # the node at the other end, and its end's ifindex (for a trace)
     peer_index: int = 0
+    rate: int | None = None  # the link's rate limit (bit/s): a token bucket on this end
+    burst: int | None = None
 
 
 @dataclass
@@ -107,9 +111,6 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
     """Each host's part of the plan (see the module docstring)."""
     if plan.protocol in SWITCHED or any(n.kind == "switch" for n in plan.nodes.values()):
         raise LabError(f"lab {plan.name}: switch nodes across hosts are not done yet")
-    if plan.protocol in NOT_ACROSS:
-        raise LabError(f"lab {plan.name}: {plan.protocol} across hosts is not done yet "
-                       "(static, ecmp, babel and ospf are)")
     daemons = routing.make(plan.protocol, plan.routing_options).runs_daemons()
     parts = {}
     for host in dict.fromkeys(where.values()):
@@ -137,6 +138,7 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
                     bridge.index if bridge and iface.master == bridge.name else None,
                     peer=iface.peer,
                     peer_index=plan.nodes[iface.peer].iface(iface.peer_iface).index,
+                    rate=link.rate, burst=link.burst,
                 ))
             part.deferred_routes[name] = [
                 r for r in node.routes if any(ix in cut_index for _, ix in r.nexthops)
@@ -201,6 +203,9 @@ def _build(part: LabPart) -> dict[str, Any]:
                 _tunnel(t, plan.nodes[t.node].ns, config.underlay_ns, config.underlay_addr)
             for name in plan.nodes:
                 _configure(plan.nodes[name], part, name)
+            for t in part.tunnels:  # the lab core limits the links it builds; these are ours
+                if t.rate:
+                    tunnel_rate(plan.nodes[t.node].ns, t.index, t.rate, t.burst)
             seconds["tunnels"] = time.perf_counter() - mark
             save_json(os.path.join(ledger.lab_dir(plan.name), "tunnels.json"),
                       [asdict(t) for t in part.tunnels])
@@ -219,6 +224,40 @@ def _build(part: LabPart) -> dict[str, Any]:
     seconds["total"] = time.perf_counter() - started
     return {"host": config.name, "nodes": len(plan.nodes), "tunnels": len(part.tunnels),
             "seconds": seconds}
+
+
+def tunnel_rate(ns: str, index: int, rate: int | None, burst: int | None = None) -> None:
+    """A token bucket of RATE bit/s on a tunnel end (replacing any); None removes it (as
+    `faults.set_rate` does on a veth end)."""
+    import errno
+
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    def apply() -> None:
+        with IPRoute() as ipr:
+            if rate is None:
+                try:
+                    ipr.tc("del", index=index, root=True)
+                except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
+                    if exc.code not in (errno.ENOENT, errno.EINVAL):
+                        raise
+                return
+            set_tbf(ipr, index, rate, burst, command="replace")
+
+    try:
+        netns.in_netns(ns, apply)
+    except Exception as exc:  # pyroute2's NetlinkError
+        raise LabError(f"rate on tunnel end {index} in {ns}: {exc}") from exc
+
+
+def _broadcast(cidr: str) -> str | None:
+    """An IPv4 subnet's broadcast address, as the lab core gives a veth end (batmand sends
+    its originator messages to it: without one they never left a tunnel end)."""
+    addr, plen = cidr.split("/")
+    if ":" in addr or int(plen) >= 31:
+        return None
+    return str(IPv4Network(cidr, strict=False).broadcast_address)
 
 
 def _tunnel(t: Tunnel, ns: str, underlay_ns: str | None, local: str | None) -> None:
@@ -241,7 +280,8 @@ def _configure(node: NodePlan, part: LabPart, name: str) -> None:
         reqs.append(nlwire.set_link(t.index, up=True, master=t.master, what=f"{t.iface} up"))
         for cidr in t.addrs:
             addr, plen = cidr.split("/")
-            reqs.append(nlwire.new_addr(t.index, addr, int(plen), what=f"{cidr} on {t.iface}"))
+            reqs.append(nlwire.new_addr(t.index, addr, int(plen), broadcast=_broadcast(cidr),
+                                        what=f"{cidr} on {t.iface}"))
     for index, addr, mac in part.deferred_neighbors.get(name, []):
         reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr}"))
     reqs += route_requests(replace(node, routes=part.deferred_routes.get(name, [])))
@@ -263,6 +303,9 @@ def down_part(name: str) -> tuple[str, int]:
     from netrig.cluster.tasks import _lab_thread
 
     def work() -> tuple[str, int]:
+        from netrig.cluster import nodeops
+
+        nodeops.forget_lab(name)  # processes of its measurements: the teardown ends them
         config = current()
         ledger = config.ledger()
         try:
@@ -275,24 +318,35 @@ def down_part(name: str) -> tuple[str, int]:
     return _lab_thread().call(work)
 
 
-def exec_part(name: str, node: str, argv: list[str], timeout: float | None = None
-              ) -> tuple[str, int, str, str] | None:
-    """On every host: run ARGV in NODE if this host has it; (host, rc, stdout, stderr)."""
+@contextlib.contextmanager
+def attached(name: str, *nodes: str) -> Iterator[tuple[HostConfig, Lab] | None]:
+    """This host's part of lab NAME, attached through a ledger connection of its own
+    (closed on leaving): (host config, lab), or None when this host has no lab NAME or,
+    if NODES are named, none of them."""
     config = current()
     ledger = Ledger(config.state_dir)
     try:
         if ledger.lab(name) is None:
-            return None
+            yield None
+            return
         lab = Lab.attach(name, ledger)
-        if node not in lab.plan.nodes:
+        yield None if nodes and not any(n in lab.plan.nodes for n in nodes) else (config, lab)
+    finally:
+        ledger.close()
+
+
+def exec_part(name: str, node: str, argv: list[str], timeout: float | None = None
+              ) -> tuple[str, int, str, str] | None:
+    """On every host: run ARGV in NODE if this host has it; (host, rc, stdout, stderr)."""
+    with attached(name, node) as here:
+        if here is None:
             return None
+        config, lab = here
         try:
             done = lab.exec(node, argv, capture_output=True, timeout=timeout)
         except FileNotFoundError:
             return config.name, 127, "", f"netrig: {argv[0]}: command not found\n"
         return config.name, done.returncode, done.stdout, done.stderr
-    finally:
-        ledger.close()
 
 
 def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
@@ -305,39 +359,49 @@ def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
         ledger.close()
 
 
-def trace_part(name: str, node: str, dst: str, from_addr: str | None, iif: int | None,
-               proto: str, sport: int, dport: int) -> dict[str, Any] | None:
-    """On every host: the hops of a flow through this host's part of lab NAME, from NODE
-    (None if NODE is not here), and where it goes on when it leaves by a tunnel."""
-    from netrig.lab.trace import Tracer
+def trace_flows(name: str, dst: str, proto: str, dport: int,
+                flows: list[tuple[int, str, int | None, str | None, int]]
+                ) -> dict[str, Any] | None:
+    """On every host: the hops of each flow (id, node, ingress ifindex, source address,
+    source port) whose node is here, through this host's part of lab NAME, and where it
+    goes on when it leaves by a tunnel: {"host", "flows": {id: {"hops", "reached",
+    "error", "next", "from"}}}; None if this host has none of the flows' nodes."""
+    from ipaddress import ip_address
 
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    from netrig.lab.trace import IPPROTO, Tracer
+
+    with attached(name) as here:
+        if here is None:
             return None
-        plan = Lab.attach(name, ledger).plan
-        if node not in plan.nodes:
-            return None
-        try:
-            with open(os.path.join(ledger.lab_dir(name), "tunnels.json")) as fh:
-                tunnels = json.load(fh)
-        except FileNotFoundError:
-            tunnels = []
-    finally:
-        ledger.close()
+        config, lab = here
+        plan = lab.plan
+        tunnels = _tunnels(lab.ledger.lab_dir(name))
+    mine = [f for f in flows if f[1] in plan.nodes]
+    if not mine:
+        return None
+    out: dict[int, dict[str, Any]] = {}
     with Tracer(plan) as tracer:
-        path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
-    hops = [(h.node, h.out_iface) for h in path.hops]
-    leaving = None
-    if not path.reached and hops:
-        last, out = hops[-1]
-        for t in tunnels:
-            if t["node"] == last and out in (t["iface"], f"if{t['index']}"):
-                hops[-1] = (last, t["iface"])
-                leaving = (t["peer"], t["peer_index"], t["remote_host"])
-    return {"host": config.name, "hops": hops, "reached": path.reached,
-            "error": None if leaving else path.error, "next": leaving}
+        for fid, node, iif, from_addr, sport in mine:
+            if from_addr is None:  # the flow's first node: what connect() would choose
+                try:
+                    _t, attrs = tracer.route_get(node, dst, None, None, IPPROTO[proto], sport,
+                                                 dport)
+                    pref = attrs.get(nlwire.RTA_PREFSRC)
+                    from_addr = str(ip_address(pref)) if pref else None
+                except OSError:
+                    from_addr = None
+            path = tracer.trace(node, dst, proto, sport, dport, from_addr, iif)
+            hops = [(h.node, h.out_iface) for h in path.hops]
+            leaving = None
+            if not path.reached and hops:
+                last, oif = hops[-1]
+                for t in tunnels:
+                    if t["node"] == last and oif in (t["iface"], f"if{t['index']}"):
+                        hops[-1] = (last, t["iface"])
+                        leaving = (t["peer"], t["peer_index"], t["remote_host"])
+            out[fid] = {"hops": hops, "reached": path.reached, "from": from_addr,
+                        "error": None if leaving else path.error, "next": leaving}
+    return {"host": config.name, "flows": out}
 
 
 def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[str, Any] | None:
@@ -350,15 +414,12 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
     from netrig.plan.events import find_link
     from netrig.plan.model import UnknownName
 
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    with attached(name, a, b) as found:
+        if found is None:
             return None
-        lab = Lab.attach(name, ledger)
+        config, lab = found
+        ledger = lab.ledger
         here = [n for n in (a, b) if n in lab.plan.nodes]
-        if not here:
-            return None
         done: dict[str, Any] = {"host": config.name, "ends": [], "error": None,
                                 "tunnel": len(here) == 1}
         try:
@@ -370,7 +431,7 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                     index = lab.plan.node(node).iface(ifname).index
                     ends.append((node, ifname, index, [
                         nlwire.set_link(index, up=up, what=f"{ifname} of {node}"),
-                        *faults._restore_requests(lab.plan, node, index)]))
+                        *faults.restore_requests(lab.plan, node, index)]))
             else:
                 node, peer = here[0], b if here[0] == a else a
                 tunnel = _tunnel_to(ledger.lab_dir(name), node, peer)
@@ -382,7 +443,8 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                                         what=f"{tunnel['iface']} of {node}")]
                 for cidr in tunnel["addrs"]:  # what the kernel dropped: IPv6 addresses, ...
                     addr, plen = cidr.split("/")
-                    reqs.append(nlwire.new_addr(index, addr, int(plen), what=cidr))
+                    reqs.append(nlwire.new_addr(index, addr, int(plen),
+                                                broadcast=_broadcast(cidr), what=cidr))
                 reqs += [nlwire.new_neighbor(ix, addr, mac, what=f"neighbour {addr}")
                          for ix, addr, mac in deferred["neighbors"].get(node, []) if ix == index]
                 ends.append((node, tunnel["iface"], index, reqs))
@@ -392,29 +454,32 @@ def link_part(name: str, a: str, b: str, up: bool, step: str = "ends") -> dict[s
                     routes = [RoutePlan(r["dst"], [tuple(h) for h in r["nexthops"]])
                               for r in deferred["routes"].get(node, [])
                               if any(ix == index for _, ix in r["nexthops"])]
-                    faults.send(lab, node, faults._saved_routes(lab, node, ifname) +
+                    faults.send(lab, node, faults.saved_routes(lab, node, ifname) +
                                 route_requests(replace(lab.plan.node(node), routes=routes)))
                 elif up:
                     faults.send(lab, node, reqs)
                 else:
                     keep = lab.plan.protocol != "none"  # "none" here: no routes, or a daemon's
-                    if keep and not os.path.exists(faults._routes_file(lab, node, ifname)):
-                        faults._save_routes(lab, node, ifname, index)  # not when down twice
+                    if keep and not os.path.exists(faults.routes_file(lab, node, ifname)):
+                        faults.save_routes(lab, node, ifname, index)  # not when down twice
                     faults.send(lab, node, reqs[:1])
         except (LabError, UnknownName) as exc:  # sent back as text: the client raises it
             done["error"] = str(exc).strip("'\"")
         return done
-    finally:
-        ledger.close()
+
+
+def _tunnels(lab_dir: str) -> list[dict[str, Any]]:
+    """The tunnels this host's part of a lab has (as `build_part` saved them)."""
+    try:
+        with open(os.path.join(lab_dir, "tunnels.json")) as fh:
+            return json.load(fh)  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return []
 
 
 def _tunnel_to(lab_dir: str, node: str, peer: str) -> dict[str, Any] | None:
-    try:
-        with open(os.path.join(lab_dir, "tunnels.json")) as fh:
-            tunnels = json.load(fh)
-    except FileNotFoundError:
-        return None
-    return next((t for t in tunnels if t["node"] == node and t["peer"] == peer), None)
+    return next((t for t in _tunnels(lab_dir) if t["node"] == node and t["peer"] == peer),
+                None)
 
 
 def _deferred(lab_dir: str) -> dict[str, Any]:
@@ -427,14 +492,10 @@ def _deferred(lab_dir: str) -> dict[str, Any]:
 
 def addr_part(name: str, node: str, family: int) -> str | None:
     """On every host: NODE's address (as `netrig trace` names a node), if NODE is here."""
-    config = current()
-    ledger = Ledger(config.state_dir)
-    try:
-        if ledger.lab(name) is None:
+    with attached(name, node) as here:
+        if here is None:
             return None
-        plan = Lab.attach(name, ledger).plan
-        return plan.addr(node, family) if node in plan.nodes else None
-    except KeyError:  # UnknownName: the node has no address of that family
-        return None
-    finally:
-        ledger.close()
+        try:
+            return here[1].plan.addr(node, family)
+        except KeyError:  # UnknownName: the node has no address of that family
+            return None

@@ -38,6 +38,22 @@ def partition(
     return where
 
 
+def place(
+    nodes: Sequence[str], links: Iterable[tuple[str, str]], hosts: Sequence[str],
+    pins: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """`partition`, then every pinned node (`host:` in the lab file) on its host. The
+    hosts are those given plus the pins' own; a pin naming no host is a ValueError."""
+    pins = pins or {}
+    unknown = sorted(set(pins) - set(nodes))
+    if unknown:
+        raise ValueError(f"host: given for {', '.join(unknown)}, which the lab has no node of")
+    links = list(links)
+    where = partition(nodes, links, list(hosts))
+    where.update(pins)
+    return where
+
+
 def cut_links(links: Iterable[tuple[str, str]], where: dict[str, str]) -> int:
     return sum(1 for a, b in links if where[a] != where[b])
 

@@ -66,23 +66,35 @@ def connect(address: str) -> Any:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
 
 
-def refuse_placement(path: str, overrides: Mapping[str, str] | None = None) -> None:
-    """SpecError at the `placement:` of the experiment's lab (file:line:col, exit 2): a sweep
-    on a cluster builds the whole lab on each host it sends a run to; a lab spread over
-    hosts with measurements on the host of their node is not done yet, and quietly
-    building it whole would measure something else than the file asks for."""
+@dataclass
+class Placed:
+    """Where a lab file asks its nodes to go on a cluster: `placement: {hosts: N}` (0: all
+    the cluster's hosts) and `host: NAME` of single nodes."""
+
+    hosts: int = 0
+    pins: dict[str, str] = field(default_factory=dict)
+
+
+def placement_of(path: str, overrides: Mapping[str, str] | None = None) -> Placed | None:
+    """The placement of the experiment's lab, or None when it has neither `placement:` nor
+    a node with `host:` (a sweep of whole labs, one per host)."""
     from netrig.model.experiment import load_experiment_model, substitute_point
-    from netrig.model.problems import Problem, SpecError
 
     model = load_experiment_model(path, overrides)
     lab = substitute_point(model, model.points()[0]).lab
-    if isinstance(lab.data, dict) and "placement" in lab.data:
-        raise SpecError([Problem(
-            lab.where(("placement",), key=True),
-            "`netrig run --cluster` does not spread a lab over hosts yet (each run builds the "
-            "whole lab on one host); remove `placement:` to run it so, or build the lab "
-            "with `netrig up FILE --cluster ADDR` and measure by hand (`netrig exec --cluster`)",
-        )])
+    return placed(lab.data)
+
+
+def placed(doc: Any) -> Placed | None:
+    """`placement:` and the nodes' `host:` of a lab file's data (None: neither is there)."""
+    if not isinstance(doc, dict):
+        return None
+    pins = {str(n["name"]): str(n["host"]) for n in doc.get("nodes") or []
+            if isinstance(n, dict) and n.get("host") and n.get("name")}
+    if "placement" not in doc and not pins:
+        return None
+    spec = doc.get("placement") or {}
+    return Placed(int(spec.get("hosts") or 0) if isinstance(spec, dict) else 0, pins)
 
 
 def hosts_of(client: Any) -> dict[str, str]:

@@ -77,14 +77,20 @@ def create(underlay: Underlay, ledger: Ledger, lab: str) -> None:
         _ip("-n", ns, "link", "set", "lo", "up")
 
 
-def reachable(underlay: Underlay) -> list[str]:
-    """Underlay addresses host 1 does not reach (empty when the underlay works)."""
-    missing = []
-    for addr in underlay.host_addrs[1:]:
-        done = subprocess.run(
+def reachable(underlay: Underlay, timeout: float = 10.0) -> list[str]:
+    """Underlay addresses host 1 does not reach (empty when the underlay works). A fresh
+    bridge port may drop the first packets (no carrier yet on a loaded machine): each
+    address is tried again until `timeout`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    missing = list(underlay.host_addrs[1:])
+    while missing:
+        missing = [addr for addr in missing if subprocess.run(
             ["ip", "netns", "exec", underlay.host_ns[0], "ping", "-c1", "-W1", "-q", addr],
             capture_output=True, check=False,
-        )
-        if done.returncode != 0:
-            missing.append(addr)
+        ).returncode != 0]
+        if not missing or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     return missing

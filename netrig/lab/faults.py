@@ -43,15 +43,15 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
     for node, ifname in ends:
         iface = lab.plan.node(node).iface(ifname)
         if keep and not up:
-            _save_routes(lab, node, ifname, iface.index)
+            save_routes(lab, node, ifname, iface.index)
         requests = [nlwire.set_link(iface.index, up=up, what=f"{ifname} of {node}")]
         if up:
-            requests += _restore_requests(lab.plan, node, iface.index)
+            requests += restore_requests(lab.plan, node, iface.index)
         send(lab, node, requests)
     if up:  # only now: a route's nexthop is reachable once both ends are up again
         _replan_routes(lab)
         for node, ifname in ends:
-            send(lab, node, route_requests(lab.plan.node(node)) + _saved_routes(lab, node, ifname))
+            send(lab, node, route_requests(lab.plan.node(node)) + saved_routes(lab, node, ifname))
     return link
 
 
@@ -64,11 +64,11 @@ def _replan_routes(lab: Lab) -> None:
         lab.plan.nodes[name].routes = routes
 
 
-def _routes_file(lab: Lab, node: str, ifname: str) -> str:
+def routes_file(lab: Lab, node: str, ifname: str) -> str:
     return os.path.join(lab.node_dir(node), f"routes-via-{ifname}.json")
 
 
-def _save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
+def save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
     """The daemon's routes out of one interface, as the kernel dumps them, kept in the
     node's directory (`link … up` may be another netrig process) until the link is up."""
 
@@ -90,13 +90,13 @@ def _save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
         return kept
 
     routes = netns.in_netns(lab.ns(node), work)
-    with open(_routes_file(lab, node, ifname), "w") as fh:
+    with open(routes_file(lab, node, ifname), "w") as fh:
         json.dump(routes, fh)
 
 
-def _saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
+def saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
     """The routes saved at `down`, to add again (EEXIST: the daemon has one already)."""
-    path = _routes_file(lab, node, ifname)
+    path = routes_file(lab, node, ifname)
     try:
         with open(path) as fh:
             payloads = json.load(fh)
@@ -106,7 +106,7 @@ def _saved_routes(lab: Lab, node: str, ifname: str) -> list[nlwire.Request]:
     return [nlwire.new_route_like(bytes.fromhex(p), f"route back via {ifname}") for p in payloads]
 
 
-def _restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Request]:
+def restore_requests(plan: LabPlan, node: str, index: int) -> list[nlwire.Request]:
     """The plan's addresses and permanent neighbours of one interface (EEXIST is fine)."""
     plan_node = plan.node(node)
     iface = next(i for i in plan_node.ifaces if i.index == index)
@@ -207,6 +207,12 @@ def _no_daemon(lab: Lab, node: str) -> BadInput:
 # ------------------------------------------------------------------ timeline
 
 def apply(lab: Lab, event: Event) -> None:
+    """One event, now. A lab that acts on its nodes elsewhere (a lab spread over hosts:
+    `apply_event`) applies it itself, on the hosts of the event's nodes."""
+    elsewhere = getattr(lab, "apply_event", None)
+    if elsewhere is not None:
+        elsewhere(event)
+        return
     if event.kind in ("link-down", "link-up"):
         set_link(lab, *event.target, up=event.kind == "link-up")
     elif event.kind == "link-rate":
@@ -280,19 +286,18 @@ class Timeline:
                 rated.add(key)  # type: ignore[arg-type]
             else:
                 stopped[event.target[0]] = event.kind == "node-stop"
-        done = []
-        for (a, b), is_down in down.items():
-            if is_down:
-                set_link(self.lab, a, b, up=True)
-                done.append(f"link {a}-{b} up")
-        for a, b in rated:
-            set_rate(self.lab, a, b, find_link(self.lab.plan, a, b).rate)
-            done.append(f"link {a}-{b} rate as planned")
-        for node, is_stopped in stopped.items():
-            if is_stopped:
-                start_node(self.lab, node)
-                done.append(f"node {node} start")
-        return done
+        undo = [Event(0.0, "link-up", key) for key, is_down in down.items() if is_down]
+        undo += [Event(0.0, "link-rate", key, find_link(self.lab.plan, *key).rate)
+                 for key in rated]
+        undo += [Event(0.0, "node-start", (node,)) for node, is_stopped in stopped.items()
+                 if is_stopped]
+        for event in undo:
+            apply(self.lab, event)
+        return [
+            f"link {'-'.join(e.target)} " + ("rate as planned" if e.kind == "link-rate" else "up")
+            if e.kind.startswith("link") else f"node {e.target[0]} start"
+            for e in undo
+        ]
 
 
 @contextmanager

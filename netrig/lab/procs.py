@@ -29,7 +29,13 @@ def end_group(proc: subprocess.Popen[Any], grace: float = 2.0) -> None:
 
     Once the leader is reaped its PID stays reserved while members of its group live; if a
     process with that PID exists again, the group is gone and the number belongs to someone
-    else (a daemon that made itself a session leader, say): it is left alone."""
+    else (a daemon that made itself a session leader, say): it is left alone.
+
+    A process on another host (a lab spread over hosts) ends its group there."""
+    remote = getattr(proc, "end_group", None)
+    if remote is not None:
+        remote(grace)
+        return
     if proc.poll() is not None and os.path.exists(f"/proc/{proc.pid}"):
         return
     if proc.poll() is None or _group_alive(proc.pid):

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from netrig.lab import netns, run
+from netrig.lab import netns, procs, run
 from netrig.lab.ledger import Ledger, process_alive, process_starttime
 from netrig.model.catalog import Catalog
 from netrig.plan.model import LabPlan
@@ -167,6 +167,18 @@ class LabRuntime:
         proc = run.popen(self.ns(node), argv, self.private_run_dir(node), binds, **kwargs)
         self.ledger.created_process(oid, proc.pid, process_starttime(proc.pid) or 0)
         return proc
+
+    def listening_ports(
+        self, node: str, proc: subprocess.Popen[Any], proto: str = "tcp"
+    ) -> set[int]:
+        """The ports a process started by `popen` listens on, once it is inside the node's
+        namespace (it starts in ours); empty before. A lab spread over hosts asks the
+        node's host."""
+        try:
+            inside = os.stat(f"/proc/{proc.pid}/ns/net").st_ino == netns.ns_inode(self.ns(node))
+        except OSError:
+            return set()
+        return procs.listening_ports(proc.pid, proto) if inside else set()
 
     def exists(self) -> bool:
         return all(netns.exists(n.ns) for n in self.plan.nodes.values())

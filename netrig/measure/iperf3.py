@@ -36,8 +36,6 @@ from netrig.measure import (
     end_group,
     end_process,
     family_of,
-    in_namespace,
-    listening_ports,
     mark_started,
     node_problems,
     not_installed,
@@ -336,7 +334,7 @@ def _wait_listening(lab: Lab, o: Iperf3Options, servers: list[_Server], deadline
                     "before listening",
                     stderr=tail(read_spool(s.err)),
                 )
-            if in_namespace(s.proc.pid, lab, o.server) and s.port in listening_ports(s.proc.pid):
+            if s.port in lab.listening_ports(o.server, s.proc):
                 pending.remove(s)
         if not pending:
             return

@@ -191,6 +191,12 @@ Bind = Annotated[str, BeforeValidator(_bind)]
 class Node(Strict):
     name: NodeName
     kind: Literal["host", "switch"] = "host"
+    host: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="with --cluster: the cluster host (a worker's name) this node goes to; "
+        "the other nodes are placed as `placement:` says",
+    )  # only read by netrig.cluster (labs across hosts)
     stp: bool = Field(False, description="spanning tree on a switch node")
     switch: Literal["linux", "ovs"] = Field(
         "linux", description="what a switch node is: a Linux bridge or Open vSwitch"

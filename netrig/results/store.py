@@ -435,8 +435,12 @@ class ResultStore:
         ).fetchall()
         found: dict[str, dict[str, Any]] = {}
         for row in rows:
-            if row["host"] not in found or not found[row["host"]]:
-                found[row["host"]] = json.loads(row["host_facts"] or "{}")
+            facts = json.loads(row["host_facts"] or "{}")
+            names = row["host"].split("+")  # a run of a lab spread over hosts: each host's
+            per = facts if len(names) > 1 and set(facts) == set(names) else {row["host"]: facts}
+            for host, known in per.items():
+                if host not in found or not found[host]:
+                    found[host] = known
         return found
 
     def run(self, run_id: int) -> Run:

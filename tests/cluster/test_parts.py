@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from netrig.cluster import parts
 from netrig.cluster.placement import cut_links, partition
-from netrig.lab.build import LabError
 from netrig.rig import Lab
 
 
@@ -57,7 +54,41 @@ def test_a_daemons_part_starts_its_own_nodes_and_can_look_up_its_peers() -> None
     }  # the tunnel end is one of the daemon's interfaces
 
 
-def test_batman_across_hosts_is_refused_before_anything_is_built() -> None:
+def test_batman_splits_with_its_daemons_started_after_the_tunnels() -> None:
+    """batmand across hosts: each part builds without the protocol, and its daemons start
+    once the tunnels exist, on every interface of its nodes (tunnel ends included); a
+    tunnel end's IPv4 address gets the broadcast address batmand sends to."""
     plan = _ring(6, routing={"protocol": "batman"}).plan
-    with pytest.raises(LabError, match="batman across hosts is not done yet"):
-        parts.split(plan, {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)})
+    split = parts.split(plan, {n: "a" if i < 3 else "b" for i, n in enumerate(plan.nodes)})
+    assert {p.plan.protocol for p in split.values()} == {"none"}
+    assert all(p.daemons is not None and p.daemons.protocol == "batman" for p in split.values())
+    ends = [t for p in split.values() for t in p.tunnels]
+    assert len(ends) == 4  # two cut links, two ends each
+    for t in ends:
+        cidr = next(a for a in t.addrs if ":" not in a)
+        assert parts._broadcast(cidr) not in (None, cidr.split("/")[0])
+    assert parts._broadcast("198.19.0.0/31") is None and parts._broadcast("2001:2::1/64") is None
+
+
+def test_pinned_nodes_go_to_their_hosts_the_others_are_partitioned() -> None:
+    """`host: NAME` of a node: it goes there, whatever the partition said; a pin of a node
+    the lab has not is refused."""
+    import pytest
+
+    from netrig.cluster.placement import place
+    from netrig.cluster.sweep import placed
+
+    nodes = [f"n{i}" for i in range(1, 7)]
+    ring = [(f"n{i}", f"n{i % 6 + 1}") for i in range(1, 7)]
+    free = partition(nodes, ring, ["h1", "h2"])
+    moved = next(n for n in nodes if free[n] == "h1")
+    where = place(nodes, ring, ["h1", "h2"], {moved: "h3"})
+    assert where[moved] == "h3"
+    assert {n: h for n, h in where.items() if n != moved} == {
+        n: h for n, h in free.items() if n != moved}
+    with pytest.raises(ValueError, match="n9"):
+        place(nodes, ring, ["h1"], {"n9": "h1"})
+    assert placed({"name": "x", "topology": {"kind": "ring"}}) is None
+    doc = {"nodes": [{"name": "n1", "host": "h2"}, {"name": "n2"}]}
+    assert (placed(doc).hosts, placed(doc).pins) == (0, {"n1": "h2"})  # type: ignore[union-attr]
+    assert placed({"placement": {"hosts": 3}}).hosts == 3  # type: ignore[union-attr]
