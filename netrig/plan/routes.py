@@ -1,13 +1,17 @@
-"""Shortest-path routes for every host, aggregated into as few prefixes as is exact.
+"""Shortest-path routes for every host, in as few prefixes as longest-prefix match allows.
 
 The graph has a vertex per host and per network (a link or a switched segment); a host
 reaches a network at half its cost, so host→net→host costs the link's cost. Distances come
 from scipy's C Dijkstra, next hops from one vectorised comparison per neighbour:
 gateway v is a next hop from s to t when cost(s→v) + D[v, t] == D[s, t].
 
-Aggregation is exact: destinations with the same next hops merge into one range when they
-are adjacent, or separated only by the node's own addresses and connected subnets (those
-win by longest-prefix match anyway). Unused address space is never routed.
+Tables overlap: per source and family, netrig.plan.prefixes.smallest_table (ORTC) finds the
+fewest prefixes whose longest match gives every destination one of its equal-cost gateways
+(static) or exactly its set of them (ECMP), e.g. a covering prefix one way and the few
+more-specific exceptions. The node's own addresses and connected subnets, and unused space
+inside the lab's address pools, may fall under any prefix (the local and connected routes
+win, or nothing is there); unreachable destinations and space outside the pools are never
+routed.
 """
 
 from __future__ import annotations
@@ -17,8 +21,16 @@ from collections import defaultdict
 
 import numpy as np
 
-from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
-from netrig.plan.prefixes import destination_prefixes, dijkstra, port_address, range_to_cidrs
+from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.prefixes import (
+    ANY,
+    choice_values,
+    destination_prefixes,
+    dijkstra,
+    pool_ranges,
+    port_address,
+    smallest_table,
+)
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -37,15 +49,15 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
     rows_of = _distance_rows(n_h, n_v, rows, cols, weights)
-    spans = _Spans(destination_prefixes(plan, hosts, nets))
+    spans = _Spans(plan, destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
     routes: dict[str, list[RoutePlan]] = {}
     for chunk in range(0, n_h, DIST_CHUNK):
         sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
-        gateways_of: dict[int, list[tuple[int, NetworkPlan, str, int]]] = {}
+        gateways_of: dict[int, list[Gateway]] = {}
         for s in sources:
             name = hosts[s]
-            gateways: list[tuple[int, NetworkPlan, str, int]] = []  # (v, net, port, cost)
+            gateways: list[Gateway] = []
             for k, cost in adjacency[s]:
                 net = nets[k]
                 port = next(p for n, p in net.members if n == name)
@@ -64,19 +76,30 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
             best = dist[row[s]]
             hit = np.isclose(cand, best) & np.isfinite(best)
-            connected = [n_h + k for k, _ in adjacency[s]]
-            key = _destination_keys(hit, s, connected, multipath, spans.order)
-            node = plan.nodes[name]
-            routes[name] = []
-            for version, lo, hi, choice in spans.runs(key):
-                routes[name] += _run_routes(
-                    version, lo, hi, choice, multipath, gateways, node, host_plans
-                )
+            allowed, values = choice_values(_hitsets(hit), multipath)
+            allowed[s] = ANY
+            for k, _ in adjacency[s]:
+                allowed[n_h + k] = ANY
+            routes[name] = spans.routes(
+                allowed, values, gateways, plan.nodes[name], host_plans
+            )
     return routes
 
 
 DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)
-WILD, NONE = -1, -2  # destination keys: covered by the node itself / not routed
+Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
+
+
+def _hitsets(hit: np.ndarray) -> list[int]:
+    """Per destination vertex, the bit set of gateways that are a next hop to it."""
+    if hit.shape[0] <= 62:
+        bits = np.left_shift(1, np.arange(hit.shape[0], dtype=np.int64))[:, None]
+        return (hit.astype(np.int64) * bits).sum(axis=0).tolist()
+    out = [0] * hit.shape[1]
+    for g in range(hit.shape[0]):
+        for t in np.flatnonzero(hit[g]).tolist():
+            out[t] |= 1 << g
+    return out
 
 
 def _distance_rows(  # type: ignore[no-untyped-def]
@@ -94,69 +117,12 @@ def _distance_rows(  # type: ignore[no-untyped-def]
     return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
 
 
-def _destination_keys(
-    hit: np.ndarray,
-    s: int,
-    connected: list[int],
-    multipath: bool,
-    order: np.ndarray | None = None,
-) -> np.ndarray:
-    """Per destination vertex: the next-hop choice (a gateway's position, or for ECMP the
-    bit set of them), WILD for the node's own and connected vertices, NONE if unreachable."""
-    reachable = hit.any(axis=0)
-    if multipath:
-        bits = (1 << np.arange(hit.shape[0], dtype=np.int64))[:, None]
-        key = (hit.astype(np.int64) * bits).sum(axis=0)
-    else:
-        key = hit.argmax(axis=0).astype(np.int64)
-        if order is not None and hit.shape[0] > 1:
-            _fewest_runs(hit, key, order, s, connected)
-    key = np.where(reachable, key, NONE)
-    key[s] = WILD
-    key[connected] = WILD
-    return key
-
-
-def _fewest_runs(
-    hit: np.ndarray, key: np.ndarray, order: np.ndarray, s: int, connected: list[int]
-) -> None:
-    """Choose among equal-cost gateways so that destinations in address order change
-    gateway as seldom as possible (fewest routes after aggregation): from each point, the
-    gateway that stays a shortest way furthest ahead (greedy, which is optimal for this).
-    On a 100x100 grid the first gateway in link order splits every row of destinations;
-    this sends whole rows one way."""
-    allowed = hit[:, order]
-    own = np.zeros(hit.shape[1], bool)
-    own[s] = True
-    own[connected] = True
-    allowed |= own[order][None, :]
-    length = allowed.shape[1]
-    positions = np.arange(length)
-    reach = np.empty(allowed.shape, dtype=np.int64)
-    for g in range(allowed.shape[0]):
-        stop = np.where(allowed[g], length, positions)
-        reach[g] = np.minimum.accumulate(stop[::-1])[::-1]
-    best = reach.argmax(axis=0)
-    i = 0
-    while i < length:
-        g = int(best[i])
-        end = int(reach[g, i])
-        if end == i:  # nothing reaches it: unreachable
-            i += 1
-            continue
-        key[order[i:end]] = g
-        i = end
-
-
 class _Spans:
     """Every destination's address spans per family, in address order (the same for every
-    source); `runs` merges them for one source's next-hop choices, exactly: adjacent spans
-    with the same choice, bridged by spans the node covers itself (WILD), never across
-    unused or unrouted address space."""
+    source); `routes` gives one source's table from its allowed sets."""
 
-    def __init__(self, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
+    def __init__(self, plan: LabPlan, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
         self.families = []
-        self.order: np.ndarray | None = None  # destination vertices in the first family's order
         for version in (4, 6):
             items = sorted(
                 (lo, hi, vertex)
@@ -164,44 +130,27 @@ class _Spans:
                 for v, lo, hi in spans
                 if v == version
             )
-            if not items:
-                continue
-            lo = [x[0] for x in items]
-            hi = [x[1] for x in items]
-            vertex = np.array([x[2] for x in items], np.int64)
-            adjacent = np.array([False] + [lo[i] == hi[i - 1] + 1 for i in range(1, len(lo))])
-            self.families.append((version, lo, hi, vertex, adjacent))
-            if self.order is None:
-                self.order = vertex
+            if items:
+                self.families.append((version, items, pool_ranges(plan, version)))
 
-    def runs(self, key: np.ndarray) -> list[tuple[int, int, int, int]]:
-        """(version, first address, last address, choice) of each route-to-be."""
-        out = []
-        for version, lo, hi, vertex, adjacent in self.families:
-            k = key[vertex]
-            idx = np.flatnonzero(k != NONE)
-            if not len(idx):
-                continue
-            kk = k[idx]
-            pos = np.arange(len(idx))
-            seg_start = np.ones(len(idx), bool)
-            seg_start[1:] = ~adjacent[idx[1:]] | (idx[1:] != idx[:-1] + 1)
-            # the choice in force at each span: the last non-WILD one since its segment began
-            marker = np.where((kk != WILD) | seg_start, pos, 0)
-            last = np.maximum.accumulate(marker)
-            held = kk[last]
-            start = seg_start.copy()
-            start[1:] |= (kk[1:] != WILD) & (held[:-1] != WILD) & (held[:-1] != kk[1:])
-            run = np.cumsum(start) - 1
-            keyed = np.flatnonzero(kk != WILD)
-            if not len(keyed):
-                continue
-            run_of = run[keyed]
-            firsts = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
-            lasts = np.r_[firsts[1:] - 1, len(keyed) - 1]
-            for first, final in zip(firsts.tolist(), lasts.tolist(), strict=True):
-                a, b = int(idx[keyed[first]]), int(idx[keyed[final]])
-                out.append((version, lo[a], hi[b], int(kk[keyed[first]])))
+    def routes(  # type: ignore[no-untyped-def]
+        self, allowed: list[int], values: list[int], gateways, node: NodePlan, hosts
+    ) -> list[RoutePlan]:
+        out: list[RoutePlan] = []
+        for version, items, pools in self.families:
+            bits = 32 if version == 4 else 128
+            table = smallest_table(
+                [(lo, hi, allowed[vertex]) for lo, hi, vertex in items], pools, bits
+            )
+            hops: dict[int, list[tuple[str, int]] | None] = {}
+            for start, size_log, value in table:
+                if value not in hops:
+                    hops[value] = _nexthops(values[value], version, gateways, node, hosts)
+                nexthops = hops[value]
+                if nexthops is not None:
+                    out.append(
+                        RoutePlan(f"{_text(start, version)}/{bits - size_log}", list(nexthops))
+                    )
         return out
 
 
@@ -226,33 +175,26 @@ def distances(
     return np.array([dijkstra(adj, s, n_v) for s in range(n_h)], dtype=float).reshape(n_h, n_v)
 
 
-
-
-
-
-def _run_routes(  # type: ignore[no-untyped-def]
-    version: int, lo: int, hi: int, choice: int, multipath: bool, gateways, node, hosts
-) -> list[RoutePlan]:
-    """The fewest prefixes covering [lo, hi], via the chosen gateway (its position, or for
-    ECMP the bit set of positions)."""
-    idx = [j for j in range(len(gateways)) if choice >> j & 1] if multipath else [choice]
-    nexthops = []
-    for j in idx:
+def _nexthops(  # type: ignore[no-untyped-def]
+    gateway_set: int, version: int, gateways, node: NodePlan, hosts
+) -> list[tuple[str, int]] | None:
+    """(gateway address, own ifindex) of each gateway in the bit set; None if one has no
+    address of this family (no route then)."""
+    out = []
+    for j in range(gateway_set.bit_length()):
+        if not gateway_set >> j & 1:
+            continue
         v, net, port, _ = gateways[j]
         gw = port_address(hosts[v], net, version)
         if gw is None:
-            return []
+            return None
         ifindex = (
             node.bridge.index
             if node.bridge and port == node.bridge.name
             else node.iface(port).index
         )
-        nexthops.append((gw, ifindex))
-    bits = 32 if version == 4 else 128
-    return [
-        RoutePlan(f"{_text(start, version)}/{bits - size_log}", nexthops)
-        for start, size_log in range_to_cidrs(lo, hi)
-    ]
+        out.append((gw, ifindex))
+    return out
 
 
 def _text(addr: int, version: int) -> str:
@@ -260,10 +202,6 @@ def _text(addr: int, version: int) -> str:
     if version == 4:
         return socket.inet_ntop(socket.AF_INET, addr.to_bytes(4, "big"))
     return socket.inet_ntop(socket.AF_INET6, addr.to_bytes(16, "big"))
-
-
-
-
 
 
 def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
