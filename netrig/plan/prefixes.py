@@ -96,17 +96,14 @@ def smallest_table(
     one gets no route, and what it holds is routed below it. Returns (start, log2 size,
     value) per prefix, a covering prefix before the ones inside it."""
     segs = _segments(spans, pools, bits)
-    if not segs:
-        return []
-    starts = [s[0] for s in segs]
-    keyed = [i for i, s in enumerate(segs) if s[2] != UNROUTED]
+    keyed = [seg for seg in segs if seg[2] not in (ANY, UNROUTED)]
     if not keyed:
         return []
-    lo, hi = segs[keyed[0]][0], segs[keyed[-1]][1]
+    # outside the smallest block holding every keyed segment nothing needs a route
+    lo, hi = keyed[0][0], keyed[-1][1]
     size_log = (lo ^ hi).bit_length()
-    root = _subtree(segs, starts, lo >> size_log << size_log, size_log)
     out: list[tuple[int, int, int]] = []
-    _walk(root, None, lo >> size_log << size_log, size_log, out)
+    _walk(_Tree(segs).subtree(lo >> size_log << size_log, size_log), None, out)
     return out
 
 
@@ -116,70 +113,112 @@ def _segments(
     """The whole address space as (first, last, allowed) pieces, equal neighbours merged;
     a span overlapping an earlier one keeps only its part after it."""
     segs: list[tuple[int, int, int]] = []
+    cur_lo, cur_hi, cur = 0, -1, None  # the piece being extended
 
-    def add(lo: int, hi: int, allowed: int) -> None:
-        if segs and segs[-1][2] == allowed:
-            segs[-1] = (segs[-1][0], hi, allowed)
-        else:
-            segs.append((lo, hi, allowed))
-
-    def gap(lo: int, hi: int) -> None:
+    def gap(lo: int, hi: int) -> list[tuple[int, int, int]]:
+        out = []
         for p_lo, p_hi in pools:
             if p_hi < lo or p_lo > hi:
                 continue
             if p_lo > lo:
-                add(lo, p_lo - 1, UNROUTED)
-            add(max(lo, p_lo), min(hi, p_hi), ANY)
+                out.append((lo, p_lo - 1, UNROUTED))
+            out.append((max(lo, p_lo), min(hi, p_hi), ANY))
             lo = min(hi, p_hi) + 1
             if lo > hi:
-                return
-        add(lo, hi, UNROUTED)
+                return out
+        out.append((lo, hi, UNROUTED))
+        return out
 
-    cursor = 0
-    for lo, hi, allowed in spans:
-        if hi < cursor:
+    for lo, hi, allowed in [*spans, (1 << bits, 1 << bits, None)]:
+        if hi <= cur_hi:
             continue
-        if lo > cursor:
-            gap(cursor, lo - 1)
-        add(max(lo, cursor), hi, allowed)
-        cursor = hi + 1
-    top = (1 << bits) - 1
-    if cursor <= top:
-        gap(cursor, top)
+        pieces = gap(cur_hi + 1, lo - 1) if lo > cur_hi + 1 else []
+        pieces.append((max(lo, cur_hi + 1), hi, allowed))
+        for p_lo, p_hi, value in pieces:
+            if value == cur:
+                cur_hi = p_hi
+            else:
+                if cur is not None:
+                    segs.append((cur_lo, cur_hi, cur))
+                cur_lo, cur_hi, cur = p_lo, p_hi, value
     return segs
 
 
-# a subtree: (allowed set, unrouted allowed, holds an UNROUTED address, children or None)
-_Node = tuple[int, bool, bool, "tuple[_Node, _Node] | None"]
+# a subtree: (allowed set, unrouted allowed, holds an UNROUTED address, children or None,
+# first address, log2 size)
+_Node = tuple[int, bool, bool, "tuple[_Node, _Node] | None", int, int]
 
 
-def _subtree(segs: list[tuple[int, int, int]], starts: list[int], base: int, size_log: int
-             ) -> _Node:  # fmt: skip
-    """ORTC's passes 1 and 2 on the block [base, base + 2**size_log): leaves are blocks
-    inside one segment; a node's set is its children's intersection, else their union."""
-    i = bisect_right(starts, base) - 1
-    last = base + (1 << size_log) - 1
-    if segs[i][1] >= last:  # one segment holds the block: a leaf
-        allowed = segs[i][2]
-        if allowed == UNROUTED:
-            return (0, True, True, None)
-        return (allowed, allowed == ANY, False, None)
-    half = size_log - 1
-    left = _subtree(segs, starts, base, half)
-    right = _subtree(segs, starts, base + (1 << half), half)
-    if left[2] or right[2]:
-        return (0, True, True, (left, right))
-    both, none_ok = left[0] & right[0], left[1] and right[1]
-    if both or none_ok:
-        return (both, none_ok, False, (left, right))
-    return (left[0] | right[0], left[1] or right[1], False, (left, right))
+class _Tree:
+    """ORTC's passes 1 and 2 over the segments: leaves are blocks inside one segment; a
+    node's set is its children's intersection if not empty, else their union. Two
+    shortcuts that change no count: a block whose segments share allowed values is one
+    leaf of those (its passes would give that set, and no prefix below one of them), and a block
+    whose segments other than ANY all lie in one half is that half's smallest block
+    holding them (the rest needs nothing, and a prefix there is as good as one above)."""
+
+    def __init__(self, segs: list[tuple[int, int, int]]) -> None:
+        self.segs = segs
+        self.starts = [seg[0] for seg in segs]
+        n = len(segs)
+        # next_keyed[i]: the first segment from i on that is not ANY (n: none)
+        # other[i]: for a keyed segment i, the first keyed one after it that differs
+        self.next_keyed = [n] * (n + 1)
+        self.prev_keyed = [-1] * (n + 1)
+        self.other = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            self.next_keyed[i] = i if segs[i][2] != ANY else self.next_keyed[i + 1]
+            following = self.next_keyed[i + 1]
+            if segs[i][2] != ANY and following < n:
+                same = segs[following][2] == segs[i][2]
+                self.other[i] = self.other[following] if same else following
+        for i in range(n):
+            self.prev_keyed[i] = i if segs[i][2] != ANY else self.prev_keyed[i - 1]
+        # common[k][i]: what segments i … i + 2**k - 1 all allow (ANY allows everything)
+        self.common = [[seg[2] for seg in segs]]
+        width = 1
+        while 2 * width <= n:
+            row = self.common[-1]
+            self.common.append([row[i] & row[i + width] for i in range(n - 2 * width + 1)])
+            width *= 2
+
+    def _all_allow(self, i: int, j: int) -> int:
+        k = (j - i + 1).bit_length() - 1
+        return self.common[k][i] & self.common[k][j - (1 << k) + 1]
+
+    def subtree(self, base: int, size_log: int) -> _Node:
+        segs = self.segs
+        last = base + (1 << size_log) - 1
+        i = bisect_right(self.starts, base) - 1
+        j = bisect_right(self.starts, last) - 1
+        first = self.next_keyed[i]
+        if first > j:  # nothing but ANY
+            return (ANY, True, False, None, base, size_log)
+        if segs[first][2] == UNROUTED and self.other[first] > j:
+            return (0, True, True, None, base, size_log)  # nothing may be routed here
+        common = self._all_allow(i, j)
+        if common:  # below a prefix of a value all allow, nothing more is needed: a leaf
+            return (common, False, False, None, base, size_log)
+        lo = max(base, segs[first][0])
+        hi = min(last, segs[self.prev_keyed[j]][1])
+        span_log = (lo ^ hi).bit_length()
+        if span_log < size_log:  # the rest of the block is ANY
+            return self.subtree(lo >> span_log << span_log, span_log)
+        half = size_log - 1
+        left = self.subtree(base, half)
+        right = self.subtree(base + (1 << half), half)
+        if left[2] or right[2]:
+            return (0, True, True, (left, right), base, size_log)
+        both, none_ok = left[0] & right[0], left[1] and right[1]
+        if both or none_ok:
+            return (both, none_ok, False, (left, right), base, size_log)
+        return (left[0] | right[0], left[1] or right[1], False, (left, right), base, size_log)
 
 
-def _walk(node: _Node, inherited: int | None, base: int, size_log: int,
-          out: list[tuple[int, int, int]]) -> None:  # fmt: skip
+def _walk(node: _Node, inherited: int | None, out: list[tuple[int, int, int]]) -> None:
     """ORTC's pass 3: a prefix where the value inherited from the covering one is not
     allowed (the lowest allowed value then), none elsewhere."""
-    allowed, none_ok, unrouted, children = node
+    allowed, none_ok, unrouted, children, base, size_log = node
     value = inherited
     if unrouted:
         value = None
@@ -191,9 +230,8 @@ def _walk(node: _Node, inherited: int | None, base: int, size_log: int,
         value = (allowed & -allowed).bit_length() - 1
         out.append((base, size_log, value))
     if children is not None:
-        half = size_log - 1
-        _walk(children[0], value, base, half, out)
-        _walk(children[1], value, base + (1 << half), half, out)
+        _walk(children[0], value, out)
+        _walk(children[1], value, out)
 
 
 def pool_ranges(plan: LabPlan, version: int) -> list[tuple[int, int]]:

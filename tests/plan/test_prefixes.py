@@ -87,5 +87,5 @@ def test_space_outside_the_pools_and_unreachable_addresses_are_never_covered() -
 def test_addresses_the_node_covers_itself_need_no_route() -> None:
     allowed = [ANY] * 16
     allowed[12] = 2
-    assert smallest_table(spans_of(allowed), [(0, 15)], BITS) == [(0, 4, 1)]
+    assert smallest_table(spans_of(allowed), [(0, 15)], BITS) == [(12, 0, 1)]
     assert smallest_table(spans_of([ANY] * 16), [(0, 15)], BITS) == []
