@@ -76,10 +76,9 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
             best = dist[row[s]]
             hit = np.isclose(cand, best) & np.isfinite(best)
-            allowed, values = choice_values(_hitsets(hit), multipath)
+            allowed, values = _allowed(hit, multipath)
             allowed[s] = ANY
-            for k, _ in adjacency[s]:
-                allowed[n_h + k] = ANY
+            allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
             routes[name] = spans.routes(
                 allowed, values, gateways, plan.nodes[name], host_plans
             )
@@ -90,16 +89,27 @@ DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node la
 Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
 
 
-def _hitsets(hit: np.ndarray) -> list[int]:
-    """Per destination vertex, the bit set of gateways that are a next hop to it."""
+def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
+    """netrig.plan.prefixes.choice_values of the gateways that are a next hop to each
+    destination vertex, as an array (numpy while the bit sets fit in 62 bits)."""
     if hit.shape[0] <= 62:
         bits = np.left_shift(1, np.arange(hit.shape[0], dtype=np.int64))[:, None]
-        return (hit.astype(np.int64) * bits).sum(axis=0).tolist()
-    out = [0] * hit.shape[1]
-    for g in range(hit.shape[0]):
-        for t in np.flatnonzero(hit[g]).tolist():
-            out[t] |= 1 << g
-    return out
+        hitsets = (hit.astype(np.int64) * bits).sum(axis=0)
+        if not multipath:
+            return hitsets, [1 << j for j in range(hit.shape[0])]
+        distinct = np.unique(hitsets[hitsets != 0])
+        if len(distinct) <= 62:
+            index = np.searchsorted(distinct, hitsets)
+            allowed = np.where(hitsets != 0, np.left_shift(1, np.minimum(index, 62)), 0)
+            return allowed.astype(np.int64), distinct.tolist()
+        sets = hitsets.tolist()
+    else:
+        sets = [0] * hit.shape[1]
+        for g in range(hit.shape[0]):
+            for t in np.flatnonzero(hit[g]).tolist():
+                sets[t] |= 1 << g
+    allowed_list, values = choice_values(sets, multipath)
+    return np.array(allowed_list, dtype=object), values
 
 
 def _distance_rows(  # type: ignore[no-untyped-def]
@@ -130,26 +140,39 @@ class _Spans:
                 for v, lo, hi in spans
                 if v == version
             )
-            if items:
-                self.families.append((version, items, pool_ranges(plan, version)))
+            if not items:
+                continue
+            lo = [x[0] for x in items]
+            hi = [x[1] for x in items]
+            vertex = np.array([x[2] for x in items], np.int64)
+            apart = np.array([True] + [lo[i] != hi[i - 1] + 1 for i in range(1, len(lo))])
+            self.families.append((version, lo, hi, vertex, apart, pool_ranges(plan, version)))
 
     def routes(  # type: ignore[no-untyped-def]
-        self, allowed: list[int], values: list[int], gateways, node: NodePlan, hosts
+        self, allowed: np.ndarray, values: list[int], gateways, node: NodePlan, hosts
     ) -> list[RoutePlan]:
         out: list[RoutePlan] = []
-        for version, items, pools in self.families:
+        for version, lo, hi, vertex, apart, pools in self.families:
             bits = 32 if version == 4 else 128
-            table = smallest_table(
-                [(lo, hi, allowed[vertex]) for lo, hi, vertex in items], pools, bits
-            )
+            # neighbours that smallest_table would merge, merged here at numpy's speed
+            a = allowed[vertex]
+            start = apart.copy()
+            start[1:] |= a[1:] != a[:-1]
+            firsts = np.flatnonzero(start)
+            lasts = np.r_[firsts[1:] - 1, len(a) - 1]
+            spans = [
+                (lo[f], hi[e], x)
+                for f, e, x in zip(firsts.tolist(), lasts.tolist(), a[firsts].tolist(), strict=True)
+            ]
+            table = smallest_table(spans, pools, bits)
             hops: dict[int, list[tuple[str, int]] | None] = {}
-            for start, size_log, value in table:
+            for first, size_log, value in table:
                 if value not in hops:
                     hops[value] = _nexthops(values[value], version, gateways, node, hosts)
                 nexthops = hops[value]
                 if nexthops is not None:
                     out.append(
-                        RoutePlan(f"{_text(start, version)}/{bits - size_log}", list(nexthops))
+                        RoutePlan(f"{_text(first, version)}/{bits - size_log}", list(nexthops))
                     )
         return out
 
