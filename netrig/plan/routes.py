@@ -27,6 +27,7 @@ from netrig.plan.prefixes import (
     choice_values,
     destination_prefixes,
     dijkstra,
+    merge_runs,
     pool_ranges,
     port_address,
     smallest_table,
@@ -48,7 +49,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cols.append(n_h + k)
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
-    rows_of = _distance_rows(n_h, n_v, rows, cols, weights)
+    rows_of = _distance_rows(n_h, n_v, rows, cols, weights, nets)
     spans = _Spans(plan, destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
     routes: dict[str, list[RoutePlan]] = {}
@@ -113,18 +114,54 @@ def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
 
 
 def _distance_rows(  # type: ignore[no-untyped-def]
-    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int]
+    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets
 ):
     """A function: host indexes → their distance rows to every vertex. Small labs compute
-    every row at once; large ones only the rows asked for (scipy's C Dijkstra)."""
+    every row at once; large ones only the rows asked for (scipy's C Dijkstra), on the
+    graph of hosts alone when no network is large (a 100x100 grid: 10^4 vertices instead
+    of 3x10^4); a network's distance is then its nearest member's plus half its cost."""
     if n_v < SCIPY_FROM_VERTICES:
         full = distances(n_h, n_v, rows, cols, weights)
         return lambda which: full[which]
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import shortest_path
 
-    graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
-    return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
+    if any(len(net.members) > HOST_GRAPH_MEMBERS for net in nets):
+        graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
+        return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
+    members: list[list[int]] = [[] for _ in nets]
+    for r, c in zip(rows, cols, strict=True):
+        members[c - n_h].append(r)
+    h_rows, h_cols, h_weights = [], [], []
+    for k, hosts in enumerate(members):
+        for i, a in enumerate(hosts):
+            for b in hosts[i + 1 :]:
+                h_rows.append(a)
+                h_cols.append(b)
+                h_weights.append(2 * nets[k].cost)
+    host_graph = coo_matrix((h_weights, (h_rows, h_cols)), shape=(n_h, n_h)).tocsr()
+    cost = np.array([net.cost for net in nets], float)
+    by_size: dict[int, list[int]] = defaultdict(list)
+    for k, hosts in enumerate(members):
+        by_size[len(hosts)].append(k)
+
+    def some(which: list[int]) -> np.ndarray:
+        out = np.empty((len(which), n_v))
+        out[:, :n_h] = shortest_path(
+            host_graph, method="D", directed=False, indices=which
+        )
+        for size, ks in by_size.items():
+            idx = np.array([members[k] for k in ks])  # (networks, size)
+            near = out[:, idx[:, 0]]
+            for j in range(1, size):
+                np.minimum(near, out[:, idx[:, j]], out=near)
+            out[:, n_h + np.array(ks)] = near + cost[ks]
+        return out
+
+    return some
+
+
+HOST_GRAPH_MEMBERS = 16  # a network with more members: the full graph (its clique is big)
 
 
 class _Spans:
@@ -147,6 +184,7 @@ class _Spans:
             vertex = np.array([x[2] for x in items], np.int64)
             apart = np.array([True] + [lo[i] != hi[i - 1] + 1 for i in range(1, len(lo))])
             self.families.append((version, lo, hi, vertex, apart, pool_ranges(plan, version)))
+        self.merge = len(dest_prefixes) >= MERGE_FROM_VERTICES
 
     def routes(  # type: ignore[no-untyped-def]
         self, allowed: np.ndarray, values: list[int], gateways, node: NodePlan, hosts
@@ -164,6 +202,8 @@ class _Spans:
                 (lo[f], hi[e], x)
                 for f, e, x in zip(firsts.tolist(), lasts.tolist(), a[firsts].tolist(), strict=True)
             ]
+            if self.merge:
+                spans = merge_runs(spans)
             table = smallest_table(spans, pools, bits)
             hops: dict[int, list[tuple[str, int]] | None] = {}
             for first, size_log, value in table:
@@ -175,6 +215,9 @@ class _Spans:
                         RoutePlan(f"{_text(first, version)}/{bits - size_log}", list(nexthops))
                     )
         return out
+
+
+MERGE_FROM_VERTICES = 5000  # merge_runs before smallest_table: a 100x100 grid's planning
 
 
 SCIPY_FROM_VERTICES = 400

@@ -89,3 +89,15 @@ def test_addresses_the_node_covers_itself_need_no_route() -> None:
     allowed[12] = 2
     assert smallest_table(spans_of(allowed), [(0, 15)], BITS) == [(12, 0, 1)]
     assert smallest_table(spans_of([ANY] * 16), [(0, 15)], BITS) == []
+
+
+def test_runs_merge_while_a_value_is_allowed_by_all() -> None:
+    """merge_runs (large labs, before smallest_table): contiguous spans merge while what
+    they all allow is not empty; ANY spans and gaps end a run; UNROUTED never merges."""
+    from netrig.plan.prefixes import merge_runs
+
+    spans = [(0, 0, 3), (1, 1, 1), (2, 2, 5), (3, 3, 4), (4, 4, ANY), (5, 5, ANY),
+             (6, 6, 6), (8, 8, 6), (9, 9, UNROUTED), (10, 10, UNROUTED)]  # fmt: skip
+    assert merge_runs(spans) == [
+        (0, 2, 1), (3, 3, 4), (4, 5, ANY), (6, 6, 6), (8, 8, 6), (9, 9, 0), (10, 10, 0)
+    ]
