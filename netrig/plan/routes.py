@@ -198,12 +198,15 @@ class _Spans:
             start[1:] |= a[1:] != a[:-1]
             firsts = np.flatnonzero(start)
             lasts = np.r_[firsts[1:] - 1, len(a) - 1]
+            values_at = a[firsts]
+            if self.merge and values_at.dtype != object and len(values) <= 62:
+                firsts, lasts, values_at = _merged_runs(firsts, lasts, values_at, apart[firsts])
             spans = [
                 (lo[f], hi[e], x)
-                for f, e, x in zip(firsts.tolist(), lasts.tolist(), a[firsts].tolist(), strict=True)
+                for f, e, x in zip(firsts.tolist(), lasts.tolist(), values_at.tolist(), strict=True)
             ]
             if self.merge:
-                spans = merge_runs(spans)
+                spans = merge_runs(spans)  # what numpy merged stays as it is
             table = smallest_table(spans, pools, bits)
             hops: dict[int, list[tuple[str, int]] | None] = {}
             for first, size_log, value in table:
@@ -218,6 +221,41 @@ class _Spans:
 
 
 MERGE_FROM_VERTICES = 5000  # merge_runs before smallest_table: a 100x100 grid's planning
+
+
+def _merged_runs(
+    firsts: np.ndarray, lasts: np.ndarray, a: np.ndarray, apart: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """netrig.plan.prefixes.merge_runs in numpy (a, the allowed sets, fit in int64): a run
+    from i goes on up to the first span that is apart, ANY where the run is not (or the
+    other way round), or allows none of the values every span so far allowed."""
+    n = len(a)
+    positions = np.arange(n)
+    any_ = a == ANY
+    brk = apart.copy()
+    brk[1:] |= any_[1:] != any_[:-1]
+
+    def next_stop(stop: np.ndarray) -> np.ndarray:
+        """Per i: the first k > i where stop[k] (n: none)."""
+        at = np.where(stop, positions, n)
+        return np.r_[np.minimum.accumulate(at[::-1])[::-1][1:], n]
+
+    end = np.where(any_, next_stop(brk), positions + 1)
+    keyed = a[~any_]
+    for g in range(int(np.bitwise_or.reduce(keyed)).bit_length() if len(keyed) else 0):
+        has = (a >> g & 1).astype(bool) & ~any_
+        if has.any():
+            end = np.where(has, np.maximum(end, next_stop(brk | ~has)), end)
+    starts = []
+    ends = end.tolist()
+    i = 0
+    while i < n:
+        starts.append(i)
+        i = ends[i]
+    begin = np.array(starts)
+    stop = np.r_[begin[1:], n]
+    merged = np.bitwise_and.reduceat(a, begin)
+    return firsts[begin], lasts[stop - 1], merged
 
 
 SCIPY_FROM_VERTICES = 400

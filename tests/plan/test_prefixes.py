@@ -101,3 +101,27 @@ def test_runs_merge_while_a_value_is_allowed_by_all() -> None:
     assert merge_runs(spans) == [
         (0, 2, 1), (3, 3, 4), (4, 5, ANY), (6, 6, 6), (8, 8, 6), (9, 9, 0), (10, 10, 0)
     ]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_numpy_runs_merge_as_python_does(seed: int) -> None:
+    """netrig.plan.routes merges runs in numpy for large labs: as merge_runs does."""
+    import numpy as np
+
+    from netrig.plan.prefixes import merge_runs
+    from netrig.plan.routes import _merged_runs
+
+    rng = random.Random(seed)
+    lo, hi, allowed, at = [], [], [], 0
+    for _ in range(rng.randrange(1, 60)):
+        at += rng.choice([0, 0, 0, 3])  # sometimes a gap
+        lo.append(at)
+        hi.append(at + rng.choice([0, 1]))
+        at = hi[-1] + 1
+        allowed.append(rng.choice([1, 2, 3, 5, 6, 7, 4, ANY, ANY, UNROUTED]))
+    apart = np.array([True] + [lo[i] != hi[i - 1] + 1 for i in range(1, len(lo))])
+    index = np.arange(len(lo))
+    firsts, lasts, merged = _merged_runs(index, index, np.array(allowed, np.int64), apart)
+    got = [(lo[f], hi[e], x) for f, e, x in zip(firsts, lasts, merged.tolist(), strict=True)]
+    assert merge_runs(got) == merge_runs(list(zip(lo, hi, allowed, strict=True)))
+    assert len(got) == len(merge_runs(list(zip(lo, hi, allowed, strict=True))))
