@@ -16,6 +16,7 @@ routed.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections import defaultdict
 
@@ -52,38 +53,89 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
     rows_of = _distance_rows(n_h, n_v, rows, cols, weights, nets)
     spans = _Spans(plan, destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
-    routes: dict[str, list[RoutePlan]] = {}
-    for chunk in range(0, n_h, DIST_CHUNK):
-        sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
-        gateways_of: dict[int, list[Gateway]] = {}
-        for s in sources:
-            name = hosts[s]
-            gateways: list[Gateway] = []
-            for k, cost in adjacency[s]:
-                net = nets[k]
-                port = next(p for n, p in net.members if n == name)
-                for member, _ in net.members:
-                    if member != name:
-                        gateways.append((h_index[member], net, port, 2 * cost))
-            gateways_of[s] = gateways
-        needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
-        dist = rows_of(needed)
-        row = {v: i for i, v in enumerate(needed)}
-        for s in sources:
-            name, gateways = hosts[s], gateways_of[s]
-            if not gateways:
-                routes[name] = []
-                continue
-            cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
-            best = dist[row[s]]
-            hit = np.isclose(cand, best) & np.isfinite(best)
-            allowed, values = _allowed(hit, multipath)
-            allowed[s] = ANY
-            allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
-            routes[name] = spans.routes(
-                allowed, values, gateways, plan.nodes[name], host_plans
-            )
+
+    def plan_chunks(chunks: list[int]) -> dict[str, list[RoutePlan]]:
+        routes: dict[str, list[RoutePlan]] = {}
+        for chunk in chunks:
+            sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
+            gateways_of: dict[int, list[Gateway]] = {}
+            for s in sources:
+                name = hosts[s]
+                gateways: list[Gateway] = []
+                for k, cost in adjacency[s]:
+                    net = nets[k]
+                    port = next(p for n, p in net.members if n == name)
+                    for member, _ in net.members:
+                        if member != name:
+                            gateways.append((h_index[member], net, port, 2 * cost))
+                gateways_of[s] = gateways
+            needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
+            dist = rows_of(needed)
+            row = {v: i for i, v in enumerate(needed)}
+            for s in sources:
+                name, gateways = hosts[s], gateways_of[s]
+                if not gateways:
+                    routes[name] = []
+                    continue
+                cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
+                best = dist[row[s]]
+                hit = np.isclose(cand, best) & np.isfinite(best)
+                allowed, values = _allowed(hit, multipath)
+                allowed[s] = ANY
+                allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
+                routes[name] = spans.routes(
+                    allowed, values, gateways, plan.nodes[name], host_plans
+                )
+        return routes
+
+    chunks = list(range(0, n_h, DIST_CHUNK))
+    workers = min(len(chunks), os.cpu_count() or 1) if n_h >= PARALLEL_FROM_HOSTS else 1
+    if workers < 2:
+        return plan_chunks(chunks)
+    return _in_processes(plan_chunks, [chunks[i::workers] for i in range(workers)])
+
+
+def _in_processes(  # type: ignore[no-untyped-def]
+    work, shares: list[list[int]]
+) -> dict[str, list[RoutePlan]]:
+    """work(share) for each share in a forked child (it inherits the graph and distances
+    function as they are), the last share here; the children's routes come back pickled
+    as plain tuples. A child that fails fails the planning."""
+    import pickle
+
+    children = []
+    for share in shares[:-1]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: plan, write, leave without running the parent's clean-ups
+            code = 1
+            try:
+                os.close(read)
+                found = work(share)
+                data = pickle.dumps(
+                    {name: [(r.dst, r.nexthops) for r in rs] for name, rs in found.items()},
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                )
+                with os.fdopen(write, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        children.append((pid, read))
+    routes = work(shares[-1])
+    for pid, read in children:
+        with os.fdopen(read, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            raise RuntimeError(f"route planning in process {pid} failed (status {status})")
+        for name, planned in pickle.loads(data).items():
+            routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
     return routes
+
+
+PARALLEL_FROM_HOSTS = 4000  # hosts: from here forked children plan shares of the sources
 
 
 DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)

@@ -158,3 +158,17 @@ def test_python_and_scipy_shortest_paths_agree(monkeypatch) -> None:  # type: ig
     monkeypatch.setattr(routes, "SCIPY_FROM_VERTICES", 0)
     big_way = plan_of("grid", "ecmp", rows=4, cols=5)
     assert [n.routes for n in small.nodes.values()] == [n.routes for n in big_way.nodes.values()]
+
+
+def test_large_labs_planned_in_forked_children_get_the_same_routes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """From PARALLEL_FROM_HOSTS hosts, forked children plan shares of the sources; the
+    routes are those one process plans (a 12x12 grid here, with the thresholds lowered)."""
+    from netrig.plan import routes
+
+    plan = plan_of("grid", "static", rows=12, cols=12)
+    serial = routes.compute_routes(plan, False)
+    monkeypatch.setattr(routes, "DIST_CHUNK", 16)
+    monkeypatch.setattr(routes, "PARALLEL_FROM_HOSTS", 100)
+    monkeypatch.setattr(routes.os, "cpu_count", lambda: 3)
+    forked = routes.compute_routes(plan, False)
+    assert forked == serial and sum(len(r) for r in serial.values()) > 0
