@@ -5,6 +5,7 @@ the command line import one command's module only."""
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import signal
 import subprocess
@@ -136,16 +137,41 @@ def test_completion_offers_what_click_would(incomplete: str) -> None:
     assert ours == theirs and ours
 
 
-@pytest.mark.parametrize("delay", [0.03, 0.08, 0.15, 0.3])
+@pytest.mark.parametrize("delay", [0.0, 0.03, 0.08, 0.15, 0.3])
 def test_ctrl_c_while_netrig_loads_is_no_traceback(delay: float) -> None:
-    """Ctrl-C at any moment of a start: exit 130 (or the command's own code if it was
-    done), never a KeyboardInterrupt traceback."""
+    """Ctrl-C at any moment of netrig's start: exit 130 (or the command's own code if it was
+    done), never a KeyboardInterrupt traceback. The moments count from when netrig's own
+    code runs (the first import after the netrig package's: before that, Python's own start
+    and `-m` machinery report an interrupt themselves)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "validate", str(ROOT / "examples" / "ring16.yaml")],
+        [sys.executable, "-X", "importtime", "-m", "netrig", "validate",
+         str(ROOT / "examples" / "ring16.yaml")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    assert proc.stderr is not None
+    lines = iter(proc.stderr)
+    for line in lines:
+        if line.rstrip().endswith("| netrig"):
+            next(lines)
+            break
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert "Traceback" not in err, err
     assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
+
+
+@requires_root
+def test_a_quick_exit_still_closes_the_ledger(tmp_path: Path) -> None:
+    """`status` leaves by os._exit (no tear-down of every object), yet closes its databases
+    as Python's exit would: SQLite checkpoints the ledger and removes its -wal file."""
+    from netrig.lab.ledger import Ledger
+
+    Ledger(str(tmp_path)).close()  # a ledger in WAL mode, as `up` leaves it
+    env = {**os.environ, "NETRIG_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "netrig", "status"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ledger.sqlite").exists()
+    assert not (tmp_path / "ledger.sqlite-wal").exists()

@@ -6,6 +6,23 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
+import weakref
+from contextlib import suppress
+
+
+def track(holder: object, db: sqlite3.Connection) -> None:
+    """Close `db` when its holder is freed, or at the latest in the atexit handlers (which
+    also run when netrig leaves by os._exit): a connection whose holder is gone may wait for
+    the cyclic garbage collector, and SQLite checkpoints and removes its WAL file only on
+    the last close."""
+    weakref.finalize(holder, _close, db)
+
+
+def _close(db: sqlite3.Connection) -> None:
+    """Close, never raising (this runs in a finalizer or at exit). A connection of another
+    thread cannot be closed from this one: SQLite closes it as the process ends."""
+    with suppress(sqlite3.Error):
+        db.close()
 
 
 def writable_sqlite(path: str) -> bool:

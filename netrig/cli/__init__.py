@@ -8,7 +8,9 @@ module of NAME (tests/test_startup.py checks the table against the modules).
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from contextlib import suppress
 from typing import Any
 
 import click
@@ -149,9 +151,47 @@ def _register() -> None:
         importlib.import_module(f"{__name__}.cmd_{module}")
 
 
+# Commands whose work is all done (joined, committed) when they return: they leave without
+# Python's tear-down of every module and object (~25 ms for a 100-node plan), see _leave.
+QUICK_EXIT = {"up", "down", "validate", "plan", "status"}
+
+
 def main() -> None:
     try:
         cli(prog_name="netrig")  # prog_name also names the completion variable
     except KeyboardInterrupt:  # Ctrl-C while a command's modules load, before it created anything
         sys.stderr.write("netrig: interrupted\n")
         sys.exit(130)
+    except SystemExit as done:  # click ends every command so, success included
+        if _quick_exit_command(sys.argv[1:]):
+            _leave(done.code)
+        raise
+
+
+def _quick_exit_command(args: list[str]) -> bool:
+    """The command is one of QUICK_EXIT, not acting over a cluster (whose client's threads
+    and connections shut down in Python's own exit), and no profiler waits for main to
+    return."""
+    if sys.getprofile() is not None:  # python -m cProfile writes its stats after main
+        return False
+    words = [a for a in args if not a.startswith("-")]
+    return bool(words) and words[0] in QUICK_EXIT and "--cluster" not in args
+
+
+def _leave(code: object) -> None:
+    """Exit as Python would, less freeing every object: the atexit handlers run (they also
+    close the databases, see base.sqlitefile.track), the output is flushed, then os._exit."""
+    import atexit
+
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:  # SystemExit("message"): Python prints it and exits 1
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):  # e.g. a closed pipe: Python ignores it too
+            stream.flush()
+    os._exit(status)

@@ -15,9 +15,11 @@ Rate limits (tc) follow through pyroute2, one call per limited interface.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -118,25 +120,50 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
 
     def run(i: int) -> None:
         try:
+            # started with HELD_SIGNALS blocked: unblocked here, so nothing this thread
+            # starts inherits a mask that would keep SIGTERM from it
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
             results[i] = fn(items[i::count], cancel)
         except BaseException as exc:  # re-raised in the caller
             errors.append(exc)
             cancel.set()
 
     threads = [threading.Thread(target=run, args=(i,), name="netrig-build") for i in range(count)]
-    for thread in threads:
-        thread.start()
+    started: list[threading.Thread] = []
     try:
-        for thread in threads:
+        # a signal landing inside Thread.start() would leave that thread running unjoined
+        # (and creating namespaces behind the clean-up): held until all have started
+        with _signals_held():
+            for thread in threads:
+                thread.start()
+                started.append(thread)
+        for thread in started:
             thread.join()
     except BaseException:
         cancel.set()
-        for thread in threads:
+        for thread in started:
             thread.join()
         raise
     if errors:
         raise errors[0]
     return results  # type: ignore[return-value]
+
+
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Block the signals that interrupt a build for a moment; one that came meanwhile is
+    delivered (and raises) when they are unblocked."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Python handles signals in the main thread only
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 LEDGER_EVERY = 0.05  # s: how often a worker writes the identities of the namespaces it made

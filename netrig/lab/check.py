@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
-from netrig.plan.routes import distances, network_edges
 
 AUTO_ALL_PAIRS_MAX = 128
 SAMPLE_TARGETS = 8
@@ -220,13 +219,14 @@ def default_ttl(plan: LabPlan, family: int) -> int:
 
 def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
     """Router hops between hosts (a switched segment counts as one hop)."""
+    from netrig.lab.fibcheck import planned_hops
 
     hosts = [h.name for h in plan.hosts()]
-    index = {name: i for i, name in enumerate(hosts)}
-    rows, cols = network_edges(plan, hosts)
-    size = len(hosts) + len(plan.networks)
-    dist = distances(len(hosts), size, rows, cols, [1] * len(rows)) / 2
-    return {a: {b: dist[i, j] for b, j in index.items()} for a, i in index.items()}
+    rows = planned_hops(plan, hosts)(range(len(hosts)))
+    return {
+        a: dict(zip(hosts, map(float, row), strict=True))
+        for a, row in zip(hosts, rows, strict=True)
+    }
 
 
 def ping_pairs(

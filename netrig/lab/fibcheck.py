@@ -19,10 +19,12 @@ packet in a netrig static/ECMP lab; labs where something else decides (bridges, 
 firewalls, routing daemons with their own tables and rules) are pinged pair by pair instead
 (`eligible`).
 
-The walk is vectorised: per family and per chunk of destinations, an array holds each
-node's next node, and pointer doubling finds where 2^k hops lead and how many hops it took
-(log2(TTL) array steps instead of a walk per pair). Destinations reached over a multipath
-route are walked exactly, branch by branch, in Python.
+Small labs (fewer than SMALL_VERTICES hosts and networks) are walked in pure Python, one
+destination at a time, every branch of every path (importing numpy would cost more than the
+whole walk). Larger ones are vectorised: per family and per chunk of destinations, an array
+holds each node's next node, and pointer doubling finds where 2^k hops lead and how many hops
+it took (log2(TTL) array steps instead of a walk per pair); destinations reached over a
+multipath route are walked exactly, branch by branch, as in a small lab.
 """
 
 from __future__ import annotations
@@ -33,16 +35,18 @@ import sys
 import threading
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from ipaddress import ip_address
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan, NodePlan
+from netrig.plan.prefixes import hop_counts, network_edges
 
-RTM_GETADDR = 22
+if TYPE_CHECKING:
+    import numpy as np
+
 IFF_UP, IFF_RUNNING = 0x1, 0x40
 RTN_UNICAST = 1
 RTA_MULTIPATH = 9
@@ -50,9 +54,16 @@ IFA_ADDRESS, IFA_LOCAL = 1, 2
 AF = {2: 4, 10: 6}
 CHUNK_CELLS = 4_000_000  # nodes × destinations per array step (~16 MB per int32 array)
 SAMPLE_PAIRS = 256  # per family, pinged end to end
-READ_THREADS = 2
+READ_THREADS = 1  # reading is mostly Python (parsing): a second thread only contends
 BAD, LOCAL = 0, 1  # hop ids: no way on / delivered here
-PromiseFn = Callable[[np.ndarray], np.ndarray]  # host indexes → planned hops to every host
+SMALL_VERTICES = 400  # hosts + networks below which the walk runs in pure Python
+# host indexes → their planned hops to every host (rows: lists, or a numpy array)
+PromiseFn = Callable[[Sequence[int]], Any]
+
+
+def is_small(plan: LabPlan) -> bool:
+    """Whether the check of this lab runs in pure Python (see SMALL_VERTICES)."""
+    return len(plan.nodes) + len(plan.networks) < SMALL_VERTICES
 
 
 @dataclass
@@ -150,7 +161,7 @@ def _read_here(indexes: list[int]) -> Kernel:
     with nlwire.RtnlSocket() as sock:
         k.running = running(sock, indexes)
         body = struct.pack("=BBBBi", 0, 0, 0, 0, 0)
-        for _t, payload in sock.request(RTM_GETADDR, nlwire.NLM_F_DUMP, body):
+        for _t, payload in sock.request(nlwire.RTM_GETADDR, nlwire.NLM_F_DUMP, body):
             family, _plen, _flags, _scope, index = struct.unpack_from("=BBBBi", payload)
             if family not in AF:
                 continue
@@ -158,7 +169,7 @@ def _read_here(indexes: list[int]) -> Kernel:
             raw = attrs.get(IFA_LOCAL) or attrs.get(IFA_ADDRESS)
             if raw:
                 k.addrs[AF[family]].append((index, int.from_bytes(raw, "big")))
-        _routes(nlwire.dump_routes(sock), k)
+        _routes(nlwire.dump_routes(sock, nlwire.RT_TABLE_MAIN), k)
         # IPv4 forwards by the switch of the interface a packet came in on, IPv6 by `all`
         k.forwarding[4] = all(_forwarding(sock, 2, i) for i in indexes)
         k.forwarding[6] = _forwarding(sock, 10, NETCONFA_IFINDEX_ALL)
@@ -244,21 +255,56 @@ def _multipath(data: bytes) -> list[tuple[int | None, int]]:
 
 @dataclass
 class _Family:
-    """One address family's destinations and every node's forwarding decision for them."""
+    """One address family's destinations and every node's forwarding decision for them.
+
+    A small lab keeps each node's hop id per destination (`rows`, lists); a large one only
+    the change points along the destination axis (`starts`, `values`, numpy arrays)."""
 
     family: int
     limit: int  # most hops a packet of this family may take (the default TTL)
     addrs: list[int]  # sorted destination addresses
-    owner: np.ndarray  # host index of each destination
+    owner: Any  # host index of each destination (list, or numpy array in a large lab)
     text: list[str]  # each destination as text
-    # per node: change points and hop ids over the destination axis
-    starts: list[np.ndarray]
-    values: list[np.ndarray]
+    rows: list[list[int]] | None  # small: per node, the hop id of every destination
+    starts: list[np.ndarray] | None  # large: per node, change points over the destinations
+    values: list[np.ndarray] | None  # … and the hop id from each change point on
     # hop id → (first node, direct, every node of a multipath hop)
-    hop_first: np.ndarray
-    hop_direct: np.ndarray
+    hop_first: Any
+    hop_direct: Any
     hop_multi: list[tuple[int, ...] | None]
-    forwarding: np.ndarray  # per node
+    forwarding: Any  # per node
+    hop_targets: list[tuple[int, ...]] | None = None  # made by _exact
+
+    def hop_at(self, node: int, t: int) -> int:
+        """The hop id of node `node` for destination `t`."""
+        if self.rows is not None:
+            return self.rows[node][t]
+        import numpy as np
+
+        assert self.starts is not None and self.values is not None
+        return int(self.values[node][np.searchsorted(self.starts[node], t, side="right") - 1])
+
+
+class _Failures:
+    """Failed pairs and (a few) reasons; a pair's reply fails with it."""
+
+    def __init__(self, plan: LabPlan, hosts: list[str]) -> None:
+        self.plan, self.hosts = plan, hosts
+        self.failed: list[tuple[str, str, str]] = []
+        self.reasons: dict[tuple[str, str, str], str] = {}
+        self.seen: set[tuple[str, str, str]] = set()
+
+    def add(self, fam: _Family, s: int, t: int) -> None:
+        hosts = self.hosts
+        src, dst = hosts[s], hosts[int(fam.owner[t])]
+        # an echo needs the way back too: the reverse pair fails with this one
+        for a, b, why in ((src, dst, ""), (dst, src, "the reply: ")):
+            pair = (a, b, self.plan.addr(b, fam.family))
+            if pair not in self.seen:
+                self.seen.add(pair)
+                self.failed.append(pair)
+            if pair not in self.reasons and len(self.reasons) < 20:
+                self.reasons[pair] = why + explain(fam, s, t, hosts)
 
 
 def prove(
@@ -270,65 +316,88 @@ def prove(
     start = time.perf_counter()
     hosts = [n.name for n in plan.nodes.values()]
     index = {name: i for i, name in enumerate(hosts)}
+    small = is_small(plan)
     promised = promised or planned_hops(plan, hosts)
-    failed: list[tuple[str, str, str]] = []
-    reasons: dict[tuple[str, str, str], str] = {}
-    seen: set[tuple[str, str, str]] = set()
+    failures = _Failures(plan, hosts)
     total = 0
     for family in (4, 6):
-        fam = _tables(plan, kernels, hosts, index, family)
+        fam = _tables(plan, kernels, hosts, index, family, small)
         if fam is None:
             continue
-        n = len(hosts)
         has = _has_family(plan, hosts, family)
-        step = max(1, CHUNK_CELLS // (n + 1))
-        for c0 in range(0, len(fam.addrs), step):
-            cols = np.arange(c0, min(c0 + step, len(fam.addrs)))
-            owners = fam.owner[cols]
-            hops = promised(owners)  # planned hop counts, one row per destination's owner
-            need = (hops < fam.limit) & (hops > 0)  # (destinations × sources)
-            need &= has[None, :]
-            if not need.any():
-                continue
-            ok = _walk(fam, cols, n)  # (sources × destinations)
-            bad = need & ~ok.T
-            total += int(need.sum())
-            for d, s in zip(*np.nonzero(bad), strict=True):
-                t = int(cols[d])
-                src, dst = hosts[s], hosts[int(fam.owner[t])]
-                # an echo needs the way back too: the reverse pair fails with this one
-                for a, b, why in ((src, dst, ""), (dst, src, "the reply: ")):
-                    pair = (a, b, plan.addr(b, family))
-                    if pair not in seen:
-                        seen.add(pair)
-                        failed.append(pair)
-                    if pair not in reasons and len(reasons) < 20:
-                        reasons[pair] = why + explain(fam, int(s), t, hosts)
-    return Proof(total, sorted(failed), reasons, time.perf_counter() - start, 0.0)
+        if small:
+            total += _prove_small(fam, promised, has, failures)
+        else:
+            total += _prove_large(fam, promised, has, failures)
+    return Proof(total, sorted(failures.failed), failures.reasons, time.perf_counter() - start, 0.0)
 
 
-def _has_family(plan: LabPlan, hosts: list[str], family: int) -> np.ndarray:
-    return np.array([bool(plan.nodes[h].addresses(family)) for h in hosts])
+def _prove_small(
+    fam: _Family, promised: PromiseFn, has: list[bool], failures: _Failures
+) -> int:
+    """Each destination walked branch by branch from every node, in Python."""
+    assert fam.rows is not None
+    rows = fam.rows
+    n = len(rows)
+    hops = promised(fam.owner)  # planned hop counts, one row per destination's owner
+    total = 0
+    for t, owner in enumerate(fam.owner):
+        need = [s for s, h in enumerate(hops[t]) if 0 < h < fam.limit and has[s]]
+        if not need:
+            continue
+        total += len(need)
+        ok = _exact(fam, [row[t] for row in rows], owner, n)
+        for s in need:
+            if not ok[s]:
+                failures.add(fam, s, t)
+    return total
+
+
+def _prove_large(fam: _Family, promised: PromiseFn, has: list[bool], failures: _Failures) -> int:
+    """Chunks of destinations walked at once with numpy (see _walk)."""
+    import numpy as np
+
+    n = len(fam.forwarding)
+    has_row = np.array(has)
+    step = max(1, CHUNK_CELLS // (n + 1))
+    total = 0
+    for c0 in range(0, len(fam.addrs), step):
+        cols = np.arange(c0, min(c0 + step, len(fam.addrs)))
+        owners = fam.owner[cols]
+        hops = promised(owners)  # planned hop counts, one row per destination's owner
+        need = (hops < fam.limit) & (hops > 0)  # (destinations × sources)
+        need &= has_row[None, :]
+        if not need.any():
+            continue
+        ok = _walk(fam, cols, n)  # (sources × destinations)
+        bad = need & ~ok.T
+        total += int(need.sum())
+        for d, s in zip(*np.nonzero(bad), strict=True):
+            failures.add(fam, int(s), int(cols[d]))
+    return total
+
+
+def _has_family(plan: LabPlan, hosts: list[str], family: int) -> list[bool]:
+    return [bool(plan.nodes[h].addresses(family)) for h in hosts]
 
 
 def planned_hops(plan: LabPlan, hosts: list[str]) -> PromiseFn:
     """A function: host indexes → their planned hop counts to every host (rows), from the
-    plan's graph (a network counts as one hop). Small labs compute all rows at once."""
-    from netrig.plan.routes import distances, network_edges
-
-    rows, cols = network_edges(plan, hosts)
-    n_v = len(hosts) + len(plan.networks)
-    if n_v < 400:
-
-        full = distances(len(hosts), n_v, rows, cols, [1] * len(rows))[:, : len(hosts)] / 2
-        return lambda which: full[which]
+    plan's graph (a network counts as one hop). Small labs compute all rows at once, in
+    Python; large ones the rows asked for, with scipy."""
+    if is_small(plan):
+        full = hop_counts(plan, hosts)
+        return lambda which: [full[i] for i in which]
+    import numpy as np
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import shortest_path
 
+    rows, cols = network_edges(plan, hosts)
+    n_v = len(hosts) + len(plan.networks)
     graph = coo_matrix(([1] * len(rows), (rows, cols)), shape=(n_v, n_v)).tocsr()
 
-    def some(which: np.ndarray) -> np.ndarray:
-        uniq, inverse = np.unique(which, return_inverse=True)
+    def some(which: Sequence[int]) -> np.ndarray:
+        uniq, inverse = np.unique(np.asarray(which), return_inverse=True)
         dist = shortest_path(graph, directed=False, unweighted=True, indices=uniq)
         return (dist[:, : len(hosts)] / 2)[inverse]
 
@@ -341,6 +410,7 @@ def _tables(
     hosts: list[str],
     index: dict[str, int],
     family: int,
+    small: bool,
 ) -> _Family | None:
     dests = []
     for i, name in enumerate(hosts):
@@ -371,7 +441,8 @@ def _tables(
             per.setdefault(ifindex, set()).add(addr)
         on_iface.append(per)
     hop_ids: dict[tuple[int, bool, tuple[int, ...] | None], int] = {}
-    hop_first, hop_direct, hop_multi = [n, n], [False, False], [None, None]  # BAD, LOCAL
+    hop_first, hop_direct = [n, n], [False, False]  # BAD, LOCAL
+    hop_multi: list[tuple[int, ...] | None] = [None, None]
 
     def hop_id(first: int, direct: bool, multi: tuple[int, ...] | None) -> int:
         key = (first, direct, multi)
@@ -382,37 +453,48 @@ def _tables(
             hop_multi.append(multi)
         return hop_ids[key]
 
-    starts, values = [], []
+    if not small:
+        import numpy as np
+    rows: list[list[int]] = []
+    starts: list[np.ndarray] = []
+    values: list[np.ndarray] = []
     for i, name in enumerate(hosts):
         kernel = kernels[name]
-        row = np.zeros(len(addrs), np.int32)
+        row: Any = [BAD] * len(addrs) if small else np.zeros(len(addrs), np.int32)
         for dst, plen, rtype, nexthops in sorted(kernel.routes[family], key=lambda r: r[1]):
             lo = bisect_left(addrs, dst)
             hi = bisect_right(addrs, dst + (1 << (bits - plen)) - 1)
             if lo == hi:
                 continue
-            row[lo:hi] = _resolve(i, rtype, nexthops, kernel, far, on_iface, kernels, hosts,
-                                  family, hop_id)  # fmt: skip
+            hop = _resolve(i, rtype, nexthops, kernel, far, on_iface, kernels, hosts,
+                           family, hop_id)  # fmt: skip
+            row[lo:hi] = [hop] * (hi - lo) if small else hop
         for _ifindex, addr in kernel.addrs[family]:
             pos = bisect_left(addrs, addr)
             if pos < len(addrs) and addrs[pos] == addr:
                 row[pos] = LOCAL
-        change = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
-        starts.append(change)
-        values.append(row[change])
+        if small:
+            rows.append(row)
+        else:
+            change = np.flatnonzero(np.concatenate(([True], row[1:] != row[:-1])))
+            starts.append(change)
+            values.append(row[change])
     key = "net.ipv4.ip_default_ttl" if family == 4 else "net.ipv6.conf.all.hop_limit"
+    forwarding = [kernels[h].forwarding.get(family, False) for h in hosts]
+    owner = [d[1] for d in dests]
     return _Family(
         family=family,
         limit=int(plan.sysctls.get(key, 64)),
         addrs=addrs,
-        owner=np.array([d[1] for d in dests], np.int64),
+        owner=owner if small else np.array(owner, np.int64),
         text=[d[2] for d in dests],
-        starts=starts,
-        values=values,
-        hop_first=np.array(hop_first, np.int64),
-        hop_direct=np.array(hop_direct, bool),
+        rows=rows if small else None,
+        starts=None if small else starts,
+        values=None if small else values,
+        hop_first=hop_first if small else np.array(hop_first, np.int64),
+        hop_direct=hop_direct if small else np.array(hop_direct, bool),
         hop_multi=hop_multi,
-        forwarding=np.array([kernels[h].forwarding.get(family, False) for h in hosts]),
+        forwarding=forwarding if small else np.array(forwarding),
     )
 
 
@@ -441,6 +523,9 @@ def _resolve(  # type: ignore[no-untyped-def]
 
 def _hop_matrix(fam: _Family, cols: np.ndarray, n: int) -> np.ndarray:
     """Hop ids (nodes × destinations in cols) from each node's change points."""
+    import numpy as np
+
+    assert fam.starts is not None and fam.values is not None
     out = np.empty((n, len(cols)), np.int32)
     for i in range(n):
         pos = np.searchsorted(fam.starts[i], cols, side="right") - 1
@@ -451,6 +536,8 @@ def _hop_matrix(fam: _Family, cols: np.ndarray, n: int) -> np.ndarray:
 def _walk(fam: _Family, cols: np.ndarray, n: int) -> np.ndarray:
     """(sources × destinations): the FIB path from each node reaches the destination's
     owner, every branch of it, within the hop limit."""
+    import numpy as np
+
     ids = _hop_matrix(fam, cols, n)
     owner = fam.owner[cols]
     width = len(cols)
@@ -476,39 +563,54 @@ def _walk(fam: _Family, cols: np.ndarray, n: int) -> np.ndarray:
     if multi_ids:
         touched = np.isin(ids, multi_ids).any(axis=0)
         for d in np.flatnonzero(touched):
-            ok[:, d] = _exact(fam, ids[:, d], int(owner[d]), n)
+            ok[:, d] = _exact(fam, ids[:, d].tolist(), int(owner[d]), n)
     return ok
 
 
-def _exact(fam: _Family, ids: np.ndarray, owner: int, n: int) -> np.ndarray:
-    """One destination walked branch by branch: ok per source (multipath routes)."""
-    depth: dict[int, float] = {owner: 0}
+def _exact(fam: _Family, ids: Sequence[int], owner: int, n: int) -> list[bool]:
+    """One destination walked branch by branch: ok per source (every branch of every
+    multipath route on the way reaches the owner within the hop limit). A node's depth is
+    the longest way on from it as a transit node; single next hops are followed in a loop,
+    multipath branches recursively."""
+    if fam.hop_targets is None:  # hop id → the nodes it leads to
+        fam.hop_targets = [
+            multi if multi else (int(first),)
+            for first, multi in zip(fam.hop_first, fam.hop_multi, strict=True)
+        ]
+        fam.hop_targets[BAD] = fam.hop_targets[LOCAL] = ()
+    targets, hop_direct, forwarding = fam.hop_targets, fam.hop_direct, fam.forwarding
     inf = float("inf")
+    depth: list[float | None] = [None] * n
+    depth[owner] = 0
 
-    def nexts(node: int) -> list[int]:
+    def nexts(node: int) -> tuple[int, ...]:
         hid = int(ids[node])
-        if hid == BAD:
-            return []
-        if hid == LOCAL:
-            return []
-        multi = fam.hop_multi[hid]
-        targets = list(multi) if multi else [int(fam.hop_first[hid])]
-        if fam.hop_direct[hid] and any(t != owner for t in targets):
-            return []
-        return targets
+        found = targets[hid]
+        if hop_direct[hid] and any(t != owner for t in found):
+            return ()  # on-link: only the peer's own addresses answer
+        return found
 
     def transit(node: int) -> float:
-        if node in depth:
-            return depth[node]
-        depth[node] = inf  # on the stack: a loop reads as unreachable
-        if not fam.forwarding[node]:
-            return inf
-        found = nexts(node)
-        result = 1 + max((transit(t) for t in found), default=inf) if found else inf
-        depth[node] = result
-        return result
+        path = []
+        while True:
+            known = depth[node]
+            if known is not None:
+                break
+            found = nexts(node) if forwarding[node] else ()
+            depth[node] = inf  # on the way: a loop reads as unreachable
+            if len(found) == 1:
+                path.append(node)
+                node = found[0]
+                continue
+            known = 1 + max(map(transit, found)) if found else inf
+            depth[node] = known
+            break
+        for step in reversed(path):
+            known += 1
+            depth[step] = known
+        return known
 
-    ok = np.zeros(n, bool)
+    ok = [False] * n
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * n + 100))
     try:
@@ -516,7 +618,7 @@ def _exact(fam: _Family, ids: np.ndarray, owner: int, n: int) -> np.ndarray:
             if s == owner:
                 continue
             found = nexts(s)
-            longest = 1 + max((transit(t) for t in found), default=inf) if found else inf
+            longest = 1 + max(map(transit, found)) if found else inf
             ok[s] = longest <= fam.limit
     finally:
         sys.setrecursionlimit(limit)
@@ -529,7 +631,7 @@ def explain(fam: _Family, s: int, t: int, hosts: list[str]) -> str:
     node, seen = s, [s]
     n = len(hosts)
     for _ in range(fam.limit + 1):
-        hid = int(fam.values[node][np.searchsorted(fam.starts[node], t, side="right") - 1])
+        hid = fam.hop_at(node, t)
         if hid == LOCAL:
             return "delivered" if node == owner else f"{hosts[node]} has the address itself"
         if hid == BAD:
@@ -582,17 +684,25 @@ def sample_pairs(
     promised = promised or planned_hops(plan, hosts)
     rng = random.Random(plan.name)
     sources = rng.sample(range(len(hosts)), min(count, len(hosts)))
-    rows = promised(np.array(sources))
+    rows = promised(sources)
+    small = isinstance(rows, list)
     pairs = []
     for family in (4, 6):
         key = "net.ipv4.ip_default_ttl" if family == 4 else "net.ipv6.conf.all.hop_limit"
         limit = int(plan.sysctls.get(key, 64))
         has = _has_family(plan, hosts, family)
+        if not small:
+            import numpy as np
+
+            has_row = np.array(has)
         for s, row in zip(sources, rows, strict=True):
             if not has[s]:
                 continue
-            ok = np.flatnonzero((row > 0) & (row < limit) & has)
-            if len(ok):
-                d = hosts[int(ok[rng.randrange(len(ok))])]
+            if small:
+                ok = [j for j, h in enumerate(row) if 0 < h < limit and has[j]]
+            else:
+                ok = np.flatnonzero((row > 0) & (row < limit) & has_row).tolist()
+            if ok:
+                d = hosts[ok[rng.randrange(len(ok))]]
                 pairs.append((hosts[s], d, plan.addr(d, family)))
     return pairs

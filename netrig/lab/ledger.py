@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from netrig.base.sqlitefile import connect_readonly, writable_sqlite
+from netrig.base.sqlitefile import connect_readonly, track, writable_sqlite
 
 STATE_DIR = os.environ.get("NETRIG_STATE_DIR", "/run/netrig")
 
@@ -98,9 +98,11 @@ class Ledger:
             )
             if not os.path.exists(path):
                 self.db.executescript(_SCHEMA)
+            track(self, self.db)
             return
         os.makedirs(state_dir, mode=0o755, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        track(self, self.db)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -237,8 +239,13 @@ def process_alive(pid: int, starttime: int | None) -> bool:
 
 
 def save_json(path: str, data: object) -> None:
+    save_text(path, json.dumps(data))
+
+
+def save_text(path: str, text: str) -> None:
+    """Write a file whole or not at all (a reader never sees half of it)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
-        json.dump(data, fh)
+        fh.write(text)
     os.replace(tmp, path)

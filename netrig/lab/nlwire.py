@@ -31,7 +31,7 @@ NLM_F_CREATE = 0x400
 NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
 
 RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, RTM_SETLINK = 16, 17, 18, 19
-RTM_NEWADDR, RTM_DELADDR = 20, 21
+RTM_NEWADDR, RTM_DELADDR, RTM_GETADDR = 20, 21, 22
 RTM_NEWROUTE, RTM_DELROUTE, RTM_GETROUTE = 24, 25, 26
 RTM_NEWNEIGH = 28
 NDA_DST, NDA_LLADDR = 1, 2
@@ -271,9 +271,16 @@ def new_route(
     return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or f"route {dst}/{dst_len}")
 
 
-def dump_routes(sock: RtnlSocket) -> list[bytes]:
-    """Every route of every table of the socket's namespace, as rtmsg payloads."""
-    body = _RTMSG.pack(0, 0, 0, 0, 0, 0, 0, 0, 0)
+SOL_NETLINK = 270
+NETLINK_GET_STRICT_CHK = 12
+
+
+def dump_routes(sock: RtnlSocket, table: int = 0) -> list[bytes]:
+    """Every route of the socket's namespace, as rtmsg payloads: of every table, or only of
+    `table` (filtered by the kernel: the socket is switched to strict checking)."""
+    if table:
+        sock.sock.setsockopt(SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1)
+    body = _RTMSG.pack(0, 0, 0, 0, table, 0, 0, 0, 0)
     return [payload for _type, payload in sock.request(RTM_GETROUTE, NLM_F_DUMP, body)]
 
 

@@ -19,6 +19,7 @@ from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
 
 MAX_HOPS = 64
+IFA_ADDRESS, IFA_LOCAL = 1, 2
 IPPROTO = {"tcp": socket.IPPROTO_TCP, "udp": socket.IPPROTO_UDP, "icmp": socket.IPPROTO_ICMP}
 
 
@@ -51,6 +52,7 @@ class Tracer:
         self.sockets: dict[str, nlwire.RtnlSocket] = {}
         self.owner: dict[str, tuple[str, int]] = {}  # address → (node, ifindex)
         self.ifname: dict[tuple[str, int], str] = {}
+        self.link_local: dict[tuple[str, int], set[bytes]] = {}  # (node, ifindex) → addresses
         for node in plan.nodes.values():
             for cidr in node.loopbacks:
                 self.owner[cidr.split("/")[0]] = (node.name, 1)
@@ -96,6 +98,8 @@ class Tracer:
             body += nlwire.attr(nlwire.RTA_SRC, ip_address(src).packed)
         if iif:
             body += nlwire.attr_u32(nlwire.RTA_IIF, iif)
+        if family == socket.AF_INET6 and proto == socket.IPPROTO_ICMP:
+            proto = socket.IPPROTO_ICMPV6  # `icmp` of an IPv6 flow
         body += nlwire.attr(nlwire.RTA_IP_PROTO, bytes([proto]))
         if proto in (socket.IPPROTO_TCP, socket.IPPROTO_UDP):
             body += nlwire.attr(nlwire.RTA_SPORT, struct.pack("!H", sport))
@@ -155,7 +159,44 @@ class Tracer:
                 peer = self.plan.node(iface.peer)
                 if peer.kind == "host" and not peer.bridge:
                     return peer.name, peer.iface(iface.peer_iface).index
-        return self.owner.get(nexthop)
+        if nexthop in self.owner:
+            return self.owner[nexthop]
+        if ip_address(nexthop).is_link_local:  # e.g. BGP unnumbered on a shared segment
+            return self._link_local_owner(node, oif, nexthop)
+        return None
+
+    def _link_local_owner(self, node: str, oif: int, addr: str) -> tuple[str, int] | None:
+        """Which other router on the segment behind node's `oif` has this link-local
+        address (the kernel makes those; the plan does not know them): asked of each."""
+        port = self.ifname.get((node, oif))
+        wanted = ip_address(addr).packed
+        for net in self.plan.networks:
+            if (node, port) not in net.members:
+                continue
+            for member, member_port in net.members:
+                if member == node:
+                    continue
+                index = next(i for (n, i), name in self.ifname.items()
+                             if n == member and name == member_port)  # fmt: skip
+                if wanted in self._addresses(member, index):
+                    return member, index
+        return None
+
+    def _addresses(self, node: str, index: int) -> set[bytes]:
+        """The IPv6 addresses of one interface of node, as its kernel has them."""
+        if (node, index) not in self.link_local:
+            body = struct.pack("=BBBBi", socket.AF_INET6, 0, 0, 0, index)
+            found = set()
+            replies = self._sock(node).request(nlwire.RTM_GETADDR, nlwire.NLM_F_DUMP, body)
+            for _t, payload in replies:
+                if struct.unpack_from("=BBBBi", payload)[4] != index:
+                    continue
+                attrs = nlwire.parse_attrs(payload, 8)
+                raw = attrs.get(IFA_ADDRESS) or attrs.get(IFA_LOCAL)
+                if raw:
+                    found.add(raw)
+            self.link_local[(node, index)] = found
+        return self.link_local[(node, index)]
 
 
 def count_paths(

@@ -7,7 +7,8 @@ so `exec`, `trace` and `down` work without the original file.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from functools import cache
 from typing import Any
 
 
@@ -180,7 +181,18 @@ class LabPlan:
         }))
 
     def to_json(self, with_routes: bool = False) -> str:
-        return json.dumps(self.to_dict(with_routes))
+        """The same text as json.dumps(self.to_dict(with_routes)), several times faster:
+        the encoder asks for each dataclass's fields instead of asdict copying them all."""
+
+        def plain(obj: Any) -> dict[str, Any]:
+            if not is_dataclass(obj) or isinstance(obj, type):
+                raise TypeError(f"{type(obj).__name__} is not JSON data")
+            names = _field_names(type(obj))
+            if not with_routes and isinstance(obj, NodePlan):
+                return {name: [] if name == "routes" else getattr(obj, name) for name in names}
+            return {name: getattr(obj, name) for name in names}
+
+        return json.dumps(self, default=plain)
 
     @classmethod
     def from_json(cls, text: str) -> LabPlan:
@@ -208,3 +220,8 @@ class LabPlan:
             for n in data["networks"]
         ]
         return cls(**data)
+
+
+@cache
+def _field_names(kind: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(kind))

@@ -1,12 +1,14 @@
 """What both route planners (netrig.plan.routes with numpy, netrig.plan.routes_py in pure
-Python) share: each destination's address span, a gateway's address on a network, the
-fewest aligned prefixes that cover a range, and Dijkstra's distances in Python."""
+Python) share: each destination's address span, a gateway's address on a network,
+Dijkstra's distances in Python, the graph hop counts are taken on, and the smallest
+overlapping prefix table for a node (ORTC)."""
 
 from __future__ import annotations
 
 import heapq
 import math
 from bisect import bisect_right
+from collections import deque
 from ipaddress import ip_network
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan
@@ -41,18 +43,6 @@ def port_address(gw_node: NodePlan, net: NetworkPlan, version: int) -> str | Non
         if (":" in addr) == (version == 6):
             return addr
     return None
-
-
-def range_to_cidrs(start: int, end: int) -> list[tuple[int, int]]:
-    """The fewest aligned blocks covering [start, end] exactly: (start, log2 size) each."""
-    out = []
-    while start <= end:
-        size_log = (start & -start).bit_length() - 1 if start else 128
-        while size_log and start + (1 << size_log) - 1 > end:
-            size_log -= 1
-        out.append((start, size_log))
-        start += 1 << size_log
-    return out
 
 
 def dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
@@ -273,3 +263,38 @@ def choice_values(hitsets: list[int], multipath: bool) -> tuple[list[int], list[
     distinct = sorted(set(hitsets) - {0})
     index = {key: j for j, key in enumerate(distinct)}
     return [1 << index[h] if h else 0 for h in hitsets], distinct
+def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
+    """The graph hop counts are taken on: vertex i < len(hosts) is hosts[i], vertex
+    len(hosts) + k is plan.networks[k] (a link or a switched segment: one hop, two edges);
+    one (row, col) per member of each network."""
+    index = {name: i for i, name in enumerate(hosts)}
+    rows, cols = [], []
+    for k, net in enumerate(plan.networks):
+        for node, _port in net.members:
+            rows.append(index[node])
+            cols.append(len(hosts) + k)
+    return rows, cols
+
+
+def hop_counts(plan: LabPlan, hosts: list[str]) -> list[list[float]]:
+    """Router hops between every two hosts (a network counts as one hop; math.inf: none),
+    breadth-first in Python: for small labs, where importing numpy costs more."""
+    rows, cols = network_edges(plan, hosts)
+    n_v = len(hosts) + len(plan.networks)
+    adj: list[list[int]] = [[] for _ in range(n_v)]
+    for r, c in zip(rows, cols, strict=True):
+        adj[r].append(c)
+        adj[c].append(r)
+    out = []
+    for s in range(len(hosts)):
+        seen = [-1] * n_v
+        seen[s] = 0
+        queue = deque([s])
+        while queue:
+            u = queue.popleft()
+            for v in adj[u]:
+                if seen[v] < 0:
+                    seen[v] = seen[u] + 1
+                    queue.append(v)
+        out.append([d / 2 if d >= 0 else math.inf for d in seen[: len(hosts)]])
+    return out

@@ -358,16 +358,3 @@ def _text(addr: int, version: int) -> str:
     if version == 4:
         return socket.inet_ntop(socket.AF_INET, addr.to_bytes(4, "big"))
     return socket.inet_ntop(socket.AF_INET6, addr.to_bytes(16, "big"))
-
-
-def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
-    """The graph hop counts are taken on: vertex i < len(hosts) is hosts[i], vertex
-    len(hosts) + k is plan.networks[k] (a link or a switched segment: one hop, two edges);
-    one (row, col) per member of each network."""
-    index = {name: i for i, name in enumerate(hosts)}
-    rows, cols = [], []
-    for k, net in enumerate(plan.networks):
-        for node, _port in net.members:
-            rows.append(index[node])
-            cols.append(len(hosts) + k)
-    return rows, cols

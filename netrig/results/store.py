@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import IO, Any, Literal
 
 from netrig.base.sample import Sample
-from netrig.base.sqlitefile import connect_readonly, writable_sqlite
+from netrig.base.sqlitefile import connect_readonly, track, writable_sqlite
 from netrig.plan.runs import point_key
 from netrig.results.owner import alive as owner_alive
 from netrig.results.owner import current as current_owner
@@ -198,6 +198,7 @@ class ResultStore:
         except BaseException:
             self._db.close()
             raise
+        track(self, self._db)
 
     # -- lifetime ---------------------------------------------------------------------------
 

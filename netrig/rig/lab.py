@@ -16,7 +16,7 @@ from netrig import routing, services
 from netrig.firewall import _lab as firewall
 from netrig.lab import check, programs, teardown
 from netrig.lab.build import BadInput, BuildTimings, LabError, Progress, build, preflight
-from netrig.lab.ledger import Ledger, save_json
+from netrig.lab.ledger import Ledger, save_text
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
 from netrig.model.models import LabSpec
 from netrig.plan.model import LabPlan
@@ -76,7 +76,7 @@ class Lab(LabRuntime):
         try:
             self.timings = build(self.plan, self.ledger, say)
             firewall.apply_all(self, say)
-            save_json(self.ledger.plan_path(self.name), _json_obj(self.plan))
+            save_text(self.ledger.plan_path(self.name), self.plan.to_json())
             self._start_switches(say)
             self._start_routing(say)
             self._wait_usable(check_reachability, say)
@@ -195,8 +195,3 @@ class Lab(LabRuntime):
     def __exit__(self, *exc: object) -> None:
         if self._owner:
             self.down()
-
-def _json_obj(plan: LabPlan) -> Any:
-    import json
-
-    return json.loads(plan.to_json())

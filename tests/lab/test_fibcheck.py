@@ -47,13 +47,24 @@ def _contains(cidr: str, addr: str) -> bool:
     return ip_address(addr) in ip_network(cidr, strict=False)
 
 
+def both_walks_agree(lab: Lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The pure-Python walk (small labs) and the numpy one (large labs) find the same."""
+    kernels = fibcheck.read_kernels(lab.plan)
+    small = fibcheck.prove(lab.plan, kernels)
+    with monkeypatch.context() as patch:
+        patch.setattr(fibcheck, "SMALL_VERTICES", 0)
+        large = fibcheck.prove(lab.plan, kernels)
+    assert (small.pairs, small.failed) == (large.pairs, large.failed)
+    assert small.reasons == large.reasons
+
+
 def everything_pinged(lab: Lab) -> set[tuple[str, str, str]]:
     pairs = check.check_pairs(lab.plan, "all")
     return set(check.ping_pairs(lab.plan, pairs, 1.0).failed)
 
 
 @requires_root
-def test_a_healthy_lab_is_proven_with_few_echoes(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_healthy_lab_is_proven_with_few_echoes(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
     result = lab.check_result
     assert result is not None and result.ok and result.method == "fib"
@@ -61,10 +72,11 @@ def test_a_healthy_lab_is_proven_with_few_echoes(make_lab) -> None:  # type: ign
     assert result.pairs == len(every) == 20 * 19 * 2  # every pair, both families, proven
     assert result.echoes == len(lab.plan.links) * 2 + 20 * 2  # each link, a sample of pairs
     assert everything_pinged(lab) == set()
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
     for node, family in (("n7", "-4"), ("n13", "-6")):
         # the covering route (routes overlap): what only it held now has no route at all
@@ -77,12 +89,13 @@ def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_la
         assert set(result.failed) == everything_pinged(lab)
         assert any(f"{node} has no usable route" in why for why in result.reasons.values())
         assert "has no usable route" in result.describe()
+        both_walks_agree(lab, monkeypatch)
         ip(family, "-n", ns, "route", "add", *line.split())  # put back for the next case
         assert check.verify(lab.plan, "auto", 1.0).ok
 
 
 @requires_root
-def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "chain", "nodes": 4}})
     ns = lab.plan.nodes["n2"].ns
     subprocess.run(
@@ -95,10 +108,11 @@ def test_a_transit_node_that_does_not_forward_fails_the_check(make_lab) -> None:
     assert all(":" in addr for _s, _d, addr in result.failed)  # IPv4 still forwards
     assert "n2 does not forward IPv6" in result.describe(limit=50)
     assert set(result.failed) == everything_pinged(lab)
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_link_down_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_link_down_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "ring", "nodes": 6}})
     toward_n5 = next(i.name for i in lab.plan.nodes["n4"].ifaces if i.peer == "n5")
     ip("-n", lab.plan.nodes["n4"].ns, "link", "set", toward_n5, "down")
@@ -106,10 +120,11 @@ def test_a_link_down_fails_the_check(make_lab) -> None:  # type: ignore[no-untyp
     assert not result.ok
     assert ("n4", "n5", lab.addr("n5", 4)) in result.failed  # pinged across: no reply
     assert ("n3", "n5", lab.addr("n5", 4)) in result.failed  # and the FIB path is cut
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_every_branch_of_a_multipath_route_is_walked(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_every_branch_of_a_multipath_route_is_walked(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "ring", "nodes": 8}, "routing": {"protocol": "ecmp"}})
     assert lab.check_result is not None and lab.check_result.method == "fib"
     # n1 reaches n5 (opposite) over n2…n4 and over n8…n6; cut only the n2 side
@@ -122,6 +137,7 @@ def test_every_branch_of_a_multipath_route_is_walked(make_lab) -> None:  # type:
     # with n3's route gone the packet has no route there, or (routes overlap) falls to a
     # covering prefix that sends it back
     assert "multipath" in why or "n3 has no usable route" in why or "loop: n1 → n2 → n3" in why
+    both_walks_agree(lab, monkeypatch)
 
 
 def kernel_routes(lab: Lab, node: str, family: str) -> list[tuple[str, str]]:
@@ -144,7 +160,7 @@ def more_specifics(lab: Lab, node: str, family: str) -> list[tuple[str, str]]:
 
 
 @requires_root
-def test_overlapping_tables_are_walked_by_longest_prefix(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_overlapping_tables_are_walked_by_longest_prefix(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Routes overlap (a covering prefix one way, more-specific exceptions the other): the
     walk must take the longest match, as the kernel does, and so prove every pair."""
     lab = make_lab({"topology": {"kind": "ring", "nodes": 10}})
@@ -155,10 +171,11 @@ def test_overlapping_tables_are_walked_by_longest_prefix(make_lab) -> None:  # t
     assert result is not None and result.ok and result.method == "fib"
     assert result.pairs == len(check.check_pairs(lab.plan, "all"))
     assert everything_pinged(lab) == set()
+    both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
-def test_a_missing_more_specific_route_fails_the_check(make_lab) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_more_specific_route_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Without its more-specific route, a destination falls to the covering prefix, which
     leads the other way round the ring and back: the check fails on exactly the pairs that
     pings lose (the covering prefix alone must not pass for the exception)."""
@@ -177,6 +194,7 @@ def test_a_missing_more_specific_route_fails_the_check(make_lab) -> None:  # typ
         lost = everything_pinged(lab)
         assert lost and set(result.failed) == lost
         assert any(node in pair[:2] or _contains(victim, pair[2]) for pair in lost)
+        both_walks_agree(lab, monkeypatch)
 
 
 @requires_root

@@ -30,6 +30,10 @@ def test_every_example_plan_reads_back_equal(path: str) -> None:
         text = json.dumps(plan.to_dict())
         assert LabPlan.from_dict(json.loads(text)) == plan
         assert json.dumps(LabPlan.from_dict(json.loads(text)).to_dict()) == text
+        # the fast encoder writes the same text, with and without the routes
+        assert plan.to_json(with_routes=True) == text
+        assert plan.to_json() == json.dumps(plan.to_dict(with_routes=False))
+        assert LabPlan.from_json(plan.to_json(with_routes=True)) == plan
 
 
 def test_plan_command_json_is_the_plan(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,34 @@
+"""netrig trace follows what the kernels would do, also where a next hop is an IPv6
+link-local address on a segment shared by several routers (as BGP unnumbered makes)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from netrig.lab.trace import Tracer
+from tests.conftest import requires_root
+
+
+def ip(*args: str) -> str:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=True).stdout
+
+
+@requires_root
+def test_a_link_local_next_hop_on_a_shared_segment_is_followed(make_lab) -> None:  # type: ignore[no-untyped-def]
+    lab = make_lab({
+        "nodes": [{"name": "n1"}, {"name": "n2"}, {"name": "n3"}, {"name": "sw", "kind": "switch"}],
+        "links": [{"a": "n1", "b": "sw"}, {"a": "n2", "b": "sw"}, {"a": "n3", "b": "sw"}],
+    })  # fmt: skip
+    segment = next(net for net in lab.plan.networks if len(net.members) == 3)
+    port = dict(segment.members)
+    n3_ns, n1_ns = lab.plan.nodes["n3"].ns, lab.plan.nodes["n1"].ns
+    link_local = ip("-6", "-n", n3_ns, "-o", "addr", "show", "dev", port["n3"], "scope", "link")
+    gateway = link_local.split()[3].split("/")[0]
+    target = lab.addr("n3", 6)
+    ip("-6", "-n", n1_ns, "route", "replace", f"{target}/128", "via", gateway, "dev", port["n1"])
+    with Tracer(lab.plan) as tracer:
+        for proto in ("udp", "icmp"):
+            path = tracer.trace("n1", target, proto=proto)
+            assert path.reached, (proto, path)
+            assert path.nodes() == ["n1", "n3"]
+    assert gateway.startswith("fe80:")
