@@ -236,3 +236,25 @@ def test_sampled_and_link_pairs_are_promised_and_stable() -> None:
     assert len(sample) == 2 * fibcheck.SAMPLE_PAIRS
     assert set(sample) <= every
     assert fibcheck.sample_pairs(lab_plan) == sample
+
+
+def test_planned_hops_of_large_labs_are_the_plans_hop_counts(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Large labs count planned hops with scipy on the graph of hosts alone (or, with a big
+    network, hosts and networks); both equal the pure-Python breadth-first counts."""
+    from netrig.plan.prefixes import hop_counts
+
+    bodies = [
+        "topology: {kind: grid, rows: 5, cols: 6}\n",
+        "nodes: [{name: sw, kind: switch}, {name: a}, {name: b}, {name: c}, {name: d}]\n"
+        "links: [{a: a, b: sw}, {a: b, b: sw}, {a: c, b: sw}, {a: c, b: d}]\n",  # a segment
+        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}]\nlinks: [{a: a, b: b}, {a: c, b: d}]\n",
+    ]
+    monkeypatch.setattr(fibcheck, "SMALL_VERTICES", 0)
+    for body in bodies:
+        lab_plan = plan_lab(load_text(f"name: ph\n{body}"))
+        hosts = list(lab_plan.nodes)
+        expected = hop_counts(lab_plan, hosts)
+        for members in (16, 0):  # hosts alone / hosts and networks
+            monkeypatch.setattr(fibcheck, "HOST_GRAPH_MEMBERS", members)
+            got = fibcheck.planned_hops(lab_plan, hosts)(list(range(len(hosts))))
+            assert got.tolist() == expected, (body, members)
