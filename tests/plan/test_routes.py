@@ -6,6 +6,7 @@ reach every destination on a shortest path, ECMP must list every equal-cost next
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from ipaddress import ip_address, ip_network
 
@@ -172,3 +173,58 @@ def test_large_labs_planned_in_forked_children_get_the_same_routes(monkeypatch) 
     monkeypatch.setattr(routes.os, "cpu_count", lambda: 3)
     forked = routes.compute_routes(plan, False)
     assert forked == serial and sum(len(r) for r in serial.values()) > 0
+
+
+@pytest.mark.parametrize("protocol", ["static", "ecmp"])
+def test_large_lab_tables_route_shortest_paths(monkeypatch, protocol: str) -> None:  # type: ignore[no-untyped-def]
+    """What large labs get (scipy on the graph of hosts, runs merged before the smallest
+    table), forced on a 6x6 grid with a costly link: every pair still takes a shortest path,
+    and ECMP still lists every equal-cost next hop."""
+    from netrig.plan import routes
+
+    text = (
+        "name: r\ntopology: {kind: grid, rows: 6, cols: 6}\n"
+        f"links: [{{a: n8, b: n9, cost: 3}}]\nrouting: {{protocol: {protocol}}}\n"
+    )
+    plan = build_plan(load_text(text))
+    monkeypatch.setattr(routes, "SCIPY_FROM_VERTICES", 0)
+    monkeypatch.setattr(routes, "MERGE_FROM_VERTICES", 0)
+    for name, planned in routes.compute_routes(plan, protocol == "ecmp").items():
+        plan.nodes[name].routes = planned
+    weight = {frozenset((link.a, link.b)): link.cost for link in plan.links}
+
+    def cost_from(src: str) -> dict[str, int]:
+        import heapq
+
+        best, heap = {src: 0}, [(0, src)]
+        while heap:
+            d, u = heapq.heappop(heap)
+            for link in plan.links:
+                if u in (link.a, link.b):
+                    v = link.b if u == link.a else link.a
+                    if d + link.cost < best.get(v, 10**9):
+                        best[v] = d + link.cost
+                        heapq.heappush(heap, (best[v], v))
+        return best
+
+    costs = {n: cost_from(n) for n in plan.nodes}
+    hops_at = functools.lru_cache(maxsize=None)(lambda node, addr: lookup(plan, node, addr))
+    for src in plan.nodes:
+        for dst in plan.nodes:
+            for family in (4, 6):
+                node, total = src, 0
+                while node != dst:
+                    nxt = hops_at(node, plan.addr(dst, family))
+                    assert nxt, (src, dst, node)
+                    for hop in nxt:  # every branch is a shortest way on
+                        step = weight[frozenset((node, hop))]
+                        assert step + costs[hop][dst] == costs[node][dst], (src, dst, node, hop)
+                    if protocol == "ecmp":
+                        expected = {
+                            v for v in costs if frozenset((node, v)) in weight
+                            and weight[frozenset((node, v))] + costs[v][dst] == costs[node][dst]
+                        }  # fmt: skip
+                        assert set(nxt) == expected, (src, dst, node)
+                    total += weight[frozenset((node, nxt[0]))]
+                    node = nxt[0]
+                assert total == costs[src][dst]
