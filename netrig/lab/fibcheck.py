@@ -393,15 +393,31 @@ def planned_hops(plan: LabPlan, hosts: list[str]) -> PromiseFn:
     from scipy.sparse.csgraph import shortest_path
 
     rows, cols = network_edges(plan, hosts)
-    n_v = len(hosts) + len(plan.networks)
-    graph = coo_matrix(([1] * len(rows), (rows, cols)), shape=(n_v, n_v)).tocsr()
+    if any(len(net.members) > HOST_GRAPH_MEMBERS for net in plan.networks):
+        n_v = len(hosts) + len(plan.networks)
+        graph = coo_matrix(([1] * len(rows), (rows, cols)), shape=(n_v, n_v)).tocsr()
+        halve = True
+    else:  # hosts alone, a network's members one hop apart: a 100x100 grid 10^4 vertices, not 3x10^4
+        members: list[list[int]] = [[] for _ in plan.networks]
+        for r, c in zip(rows, cols, strict=True):
+            members[c - len(hosts)].append(r)
+        pairs = [(a, b) for m in members for i, a in enumerate(m) for b in m[i + 1 :]]
+        graph = coo_matrix(
+            ([1] * len(pairs), ([a for a, _ in pairs], [b for _, b in pairs])),
+            shape=(len(hosts), len(hosts)),
+        ).tocsr()
+        halve = False
 
     def some(which: Sequence[int]) -> np.ndarray:
         uniq, inverse = np.unique(np.asarray(which), return_inverse=True)
         dist = shortest_path(graph, directed=False, unweighted=True, indices=uniq)
-        return (dist[:, : len(hosts)] / 2)[inverse]
+        dist = dist[:, : len(hosts)] / 2 if halve else dist
+        return dist[inverse]
 
     return some
+
+
+HOST_GRAPH_MEMBERS = 16  # a network with more: hop counts on the host–network graph
 
 
 def _tables(

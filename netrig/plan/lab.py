@@ -152,6 +152,7 @@ def build_plan(graph: LabGraph) -> LabPlan:
         reachability=spec.check.reachability,
         check_timeout=spec.check.timeout,
         private_run=proto.private_run,
+        pools=[str(p) for p in (spec.addressing.ipv4, spec.addressing.ipv6) if p is not None],
     )
     for name, routes in proto.routes(plan).items():
         plan.nodes[name].routes = routes

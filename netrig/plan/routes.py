@@ -1,24 +1,38 @@
-"""Shortest-path routes for every host, aggregated into as few prefixes as is exact.
+"""Shortest-path routes for every host, in as few prefixes as longest-prefix match allows.
 
 The graph has a vertex per host and per network (a link or a switched segment); a host
 reaches a network at half its cost, so host→net→host costs the link's cost. Distances come
 from scipy's C Dijkstra, next hops from one vectorised comparison per neighbour:
 gateway v is a next hop from s to t when cost(s→v) + D[v, t] == D[s, t].
 
-Aggregation is exact: destinations with the same next hops merge into one range when they
-are adjacent, or separated only by the node's own addresses and connected subnets (those
-win by longest-prefix match anyway). Unused address space is never routed.
+Tables overlap: per source and family, netrig.plan.prefixes.smallest_table (ORTC) finds the
+fewest prefixes whose longest match gives every destination one of its equal-cost gateways
+(static) or exactly its set of them (ECMP), e.g. a covering prefix one way and the few
+more-specific exceptions. The node's own addresses and connected subnets, and unused space
+inside the lab's address pools, may fall under any prefix (the local and connected routes
+win, or nothing is there); unreachable destinations and space outside the pools are never
+routed.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 from collections import defaultdict
 
 import numpy as np
 
-from netrig.plan.model import LabPlan, NetworkPlan, RoutePlan
-from netrig.plan.prefixes import destination_prefixes, dijkstra, port_address, range_to_cidrs
+from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.prefixes import (
+    ANY,
+    choice_values,
+    destination_prefixes,
+    dijkstra,
+    merge_runs,
+    pool_ranges,
+    port_address,
+    smallest_table,
+)
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -36,127 +50,178 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
             cols.append(n_h + k)
             weights.append(net.cost)  # doubled half-cost: all weights stay integers
             adjacency[h_index[node]].append((k, net.cost))
-    rows_of = _distance_rows(n_h, n_v, rows, cols, weights)
-    spans = _Spans(destination_prefixes(plan, hosts, nets))
+    rows_of = _distance_rows(n_h, n_v, rows, cols, weights, nets)
+    spans = _Spans(plan, destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
-    routes: dict[str, list[RoutePlan]] = {}
-    for chunk in range(0, n_h, DIST_CHUNK):
-        sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
-        gateways_of: dict[int, list[tuple[int, NetworkPlan, str, int]]] = {}
-        for s in sources:
-            name = hosts[s]
-            gateways: list[tuple[int, NetworkPlan, str, int]] = []  # (v, net, port, cost)
-            for k, cost in adjacency[s]:
-                net = nets[k]
-                port = next(p for n, p in net.members if n == name)
-                for member, _ in net.members:
-                    if member != name:
-                        gateways.append((h_index[member], net, port, 2 * cost))
-            gateways_of[s] = gateways
-        needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
-        dist = rows_of(needed)
-        row = {v: i for i, v in enumerate(needed)}
-        for s in sources:
-            name, gateways = hosts[s], gateways_of[s]
-            if not gateways:
-                routes[name] = []
-                continue
-            cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
-            best = dist[row[s]]
-            hit = np.isclose(cand, best) & np.isfinite(best)
-            connected = [n_h + k for k, _ in adjacency[s]]
-            key = _destination_keys(hit, s, connected, multipath, spans.order)
-            node = plan.nodes[name]
-            routes[name] = []
-            for version, lo, hi, choice in spans.runs(key):
-                routes[name] += _run_routes(
-                    version, lo, hi, choice, multipath, gateways, node, host_plans
+
+    def plan_chunks(chunks: list[int]) -> dict[str, list[RoutePlan]]:
+        routes: dict[str, list[RoutePlan]] = {}
+        for chunk in chunks:
+            sources = list(range(chunk, min(chunk + DIST_CHUNK, n_h)))
+            gateways_of: dict[int, list[Gateway]] = {}
+            for s in sources:
+                name = hosts[s]
+                gateways: list[Gateway] = []
+                for k, cost in adjacency[s]:
+                    net = nets[k]
+                    port = next(p for n, p in net.members if n == name)
+                    for member, _ in net.members:
+                        if member != name:
+                            gateways.append((h_index[member], net, port, 2 * cost))
+                gateways_of[s] = gateways
+            needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
+            dist = rows_of(needed)
+            row = {v: i for i, v in enumerate(needed)}
+            for s in sources:
+                name, gateways = hosts[s], gateways_of[s]
+                if not gateways:
+                    routes[name] = []
+                    continue
+                cand = np.stack([dist[row[v]] + c for v, _, _, c in gateways])
+                best = dist[row[s]]
+                hit = np.isclose(cand, best) & np.isfinite(best)
+                allowed, values = _allowed(hit, multipath)
+                allowed[s] = ANY
+                allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
+                routes[name] = spans.routes(
+                    allowed, values, gateways, plan.nodes[name], host_plans
                 )
+        return routes
+
+    chunks = list(range(0, n_h, DIST_CHUNK))
+    workers = min(len(chunks), os.cpu_count() or 1) if n_h >= PARALLEL_FROM_HOSTS else 1
+    if workers < 2:
+        return plan_chunks(chunks)
+    return _in_processes(plan_chunks, [chunks[i::workers] for i in range(workers)])
+
+
+def _in_processes(  # type: ignore[no-untyped-def]
+    work, shares: list[list[int]]
+) -> dict[str, list[RoutePlan]]:
+    """work(share) for each share in a forked child (it inherits the graph and distances
+    function as they are), the last share here; the children's routes come back pickled
+    as plain tuples. A child that fails fails the planning."""
+    import pickle
+
+    children = []
+    for share in shares[:-1]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: plan, write, leave without running the parent's clean-ups
+            code = 1
+            try:
+                os.close(read)
+                found = work(share)
+                data = pickle.dumps(
+                    {name: [(r.dst, r.nexthops) for r in rs] for name, rs in found.items()},
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                )
+                with os.fdopen(write, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        children.append((pid, read))
+    routes = work(shares[-1])
+    for pid, read in children:
+        with os.fdopen(read, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            raise RuntimeError(f"route planning in process {pid} failed (status {status})")
+        for name, planned in pickle.loads(data).items():
+            routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
     return routes
 
 
+PARALLEL_FROM_HOSTS = 4000  # hosts: from here forked children plan shares of the sources
+
+
 DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)
-WILD, NONE = -1, -2  # destination keys: covered by the node itself / not routed
+Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
+
+
+def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
+    """netrig.plan.prefixes.choice_values of the gateways that are a next hop to each
+    destination vertex, as an array (numpy while the bit sets fit in 62 bits)."""
+    if hit.shape[0] <= 62:
+        bits = np.left_shift(1, np.arange(hit.shape[0], dtype=np.int64))[:, None]
+        hitsets = (hit.astype(np.int64) * bits).sum(axis=0)
+        if not multipath:
+            return hitsets, [1 << j for j in range(hit.shape[0])]
+        distinct = np.unique(hitsets[hitsets != 0])
+        if len(distinct) <= 62:
+            index = np.searchsorted(distinct, hitsets)
+            allowed = np.where(hitsets != 0, np.left_shift(1, np.minimum(index, 62)), 0)
+            return allowed.astype(np.int64), distinct.tolist()
+        sets = hitsets.tolist()
+    else:
+        sets = [0] * hit.shape[1]
+        for g in range(hit.shape[0]):
+            for t in np.flatnonzero(hit[g]).tolist():
+                sets[t] |= 1 << g
+    allowed_list, values = choice_values(sets, multipath)
+    return np.array(allowed_list, dtype=object), values
 
 
 def _distance_rows(  # type: ignore[no-untyped-def]
-    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int]
+    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets
 ):
     """A function: host indexes → their distance rows to every vertex. Small labs compute
-    every row at once; large ones only the rows asked for (scipy's C Dijkstra)."""
+    every row at once; large ones only the rows asked for (scipy's C Dijkstra), on the
+    graph of hosts alone when no network is large (a 100x100 grid: 10^4 vertices instead
+    of 3x10^4); a network's distance is then its nearest member's plus half its cost."""
     if n_v < SCIPY_FROM_VERTICES:
         full = distances(n_h, n_v, rows, cols, weights)
         return lambda which: full[which]
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import shortest_path
 
-    graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
-    return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
+    if any(len(net.members) > HOST_GRAPH_MEMBERS for net in nets):
+        graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
+        return lambda which: shortest_path(graph, method="D", directed=False, indices=which)
+    members: list[list[int]] = [[] for _ in nets]
+    for r, c in zip(rows, cols, strict=True):
+        members[c - n_h].append(r)
+    h_rows, h_cols, h_weights = [], [], []
+    for k, hosts in enumerate(members):
+        for i, a in enumerate(hosts):
+            for b in hosts[i + 1 :]:
+                h_rows.append(a)
+                h_cols.append(b)
+                h_weights.append(2 * nets[k].cost)
+    host_graph = coo_matrix((h_weights, (h_rows, h_cols)), shape=(n_h, n_h)).tocsr()
+    cost = np.array([net.cost for net in nets], float)
+    by_size: dict[int, list[int]] = defaultdict(list)
+    for k, hosts in enumerate(members):
+        by_size[len(hosts)].append(k)
+
+    def some(which: list[int]) -> np.ndarray:
+        out = np.empty((len(which), n_v))
+        out[:, :n_h] = shortest_path(
+            host_graph, method="D", directed=False, indices=which
+        )
+        for size, ks in by_size.items():
+            idx = np.array([members[k] for k in ks])  # (networks, size)
+            near = out[:, idx[:, 0]]
+            for j in range(1, size):
+                np.minimum(near, out[:, idx[:, j]], out=near)
+            out[:, n_h + np.array(ks)] = near + cost[ks]
+        return out
+
+    return some
 
 
-def _destination_keys(
-    hit: np.ndarray,
-    s: int,
-    connected: list[int],
-    multipath: bool,
-    order: np.ndarray | None = None,
-) -> np.ndarray:
-    """Per destination vertex: the next-hop choice (a gateway's position, or for ECMP the
-    bit set of them), WILD for the node's own and connected vertices, NONE if unreachable."""
-    reachable = hit.any(axis=0)
-    if multipath:
-        bits = (1 << np.arange(hit.shape[0], dtype=np.int64))[:, None]
-        key = (hit.astype(np.int64) * bits).sum(axis=0)
-    else:
-        key = hit.argmax(axis=0).astype(np.int64)
-        if order is not None and hit.shape[0] > 1:
-            _fewest_runs(hit, key, order, s, connected)
-    key = np.where(reachable, key, NONE)
-    key[s] = WILD
-    key[connected] = WILD
-    return key
-
-
-def _fewest_runs(
-    hit: np.ndarray, key: np.ndarray, order: np.ndarray, s: int, connected: list[int]
-) -> None:
-    """Choose among equal-cost gateways so that destinations in address order change
-    gateway as seldom as possible (fewest routes after aggregation): from each point, the
-    gateway that stays a shortest way furthest ahead (greedy, which is optimal for this).
-    On a 100x100 grid the first gateway in link order splits every row of destinations;
-    this sends whole rows one way."""
-    allowed = hit[:, order]
-    own = np.zeros(hit.shape[1], bool)
-    own[s] = True
-    own[connected] = True
-    allowed |= own[order][None, :]
-    length = allowed.shape[1]
-    positions = np.arange(length)
-    reach = np.empty(allowed.shape, dtype=np.int64)
-    for g in range(allowed.shape[0]):
-        stop = np.where(allowed[g], length, positions)
-        reach[g] = np.minimum.accumulate(stop[::-1])[::-1]
-    best = reach.argmax(axis=0)
-    i = 0
-    while i < length:
-        g = int(best[i])
-        end = int(reach[g, i])
-        if end == i:  # nothing reaches it: unreachable
-            i += 1
-            continue
-        key[order[i:end]] = g
-        i = end
+HOST_GRAPH_MEMBERS = 16  # a network with more members: the full graph (its clique is big)
 
 
 class _Spans:
     """Every destination's address spans per family, in address order (the same for every
-    source); `runs` merges them for one source's next-hop choices, exactly: adjacent spans
-    with the same choice, bridged by spans the node covers itself (WILD), never across
-    unused or unrouted address space."""
+    source); `routes` gives one source's table from its allowed sets."""
 
-    def __init__(self, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
+    def __init__(self, plan: LabPlan, dest_prefixes: list[list[tuple[int, int, int]]]) -> None:
         self.families = []
-        self.order: np.ndarray | None = None  # destination vertices in the first family's order
         for version in (4, 6):
             items = sorted(
                 (lo, hi, vertex)
@@ -169,40 +234,80 @@ class _Spans:
             lo = [x[0] for x in items]
             hi = [x[1] for x in items]
             vertex = np.array([x[2] for x in items], np.int64)
-            adjacent = np.array([False] + [lo[i] == hi[i - 1] + 1 for i in range(1, len(lo))])
-            self.families.append((version, lo, hi, vertex, adjacent))
-            if self.order is None:
-                self.order = vertex
+            apart = np.array([True] + [lo[i] != hi[i - 1] + 1 for i in range(1, len(lo))])
+            self.families.append((version, lo, hi, vertex, apart, pool_ranges(plan, version)))
+        self.merge = len(dest_prefixes) >= MERGE_FROM_VERTICES
 
-    def runs(self, key: np.ndarray) -> list[tuple[int, int, int, int]]:
-        """(version, first address, last address, choice) of each route-to-be."""
-        out = []
-        for version, lo, hi, vertex, adjacent in self.families:
-            k = key[vertex]
-            idx = np.flatnonzero(k != NONE)
-            if not len(idx):
-                continue
-            kk = k[idx]
-            pos = np.arange(len(idx))
-            seg_start = np.ones(len(idx), bool)
-            seg_start[1:] = ~adjacent[idx[1:]] | (idx[1:] != idx[:-1] + 1)
-            # the choice in force at each span: the last non-WILD one since its segment began
-            marker = np.where((kk != WILD) | seg_start, pos, 0)
-            last = np.maximum.accumulate(marker)
-            held = kk[last]
-            start = seg_start.copy()
-            start[1:] |= (kk[1:] != WILD) & (held[:-1] != WILD) & (held[:-1] != kk[1:])
-            run = np.cumsum(start) - 1
-            keyed = np.flatnonzero(kk != WILD)
-            if not len(keyed):
-                continue
-            run_of = run[keyed]
-            firsts = np.flatnonzero(np.r_[True, run_of[1:] != run_of[:-1]])
-            lasts = np.r_[firsts[1:] - 1, len(keyed) - 1]
-            for first, final in zip(firsts.tolist(), lasts.tolist(), strict=True):
-                a, b = int(idx[keyed[first]]), int(idx[keyed[final]])
-                out.append((version, lo[a], hi[b], int(kk[keyed[first]])))
+    def routes(  # type: ignore[no-untyped-def]
+        self, allowed: np.ndarray, values: list[int], gateways, node: NodePlan, hosts
+    ) -> list[RoutePlan]:
+        out: list[RoutePlan] = []
+        for version, lo, hi, vertex, apart, pools in self.families:
+            bits = 32 if version == 4 else 128
+            # neighbours that smallest_table would merge, merged here at numpy's speed
+            a = allowed[vertex]
+            start = apart.copy()
+            start[1:] |= a[1:] != a[:-1]
+            firsts = np.flatnonzero(start)
+            lasts = np.r_[firsts[1:] - 1, len(a) - 1]
+            values_at = a[firsts]
+            if self.merge and values_at.dtype != object and len(values) <= 62:
+                firsts, lasts, values_at = _merged_runs(firsts, lasts, values_at, apart[firsts])
+            spans = [
+                (lo[f], hi[e], x)
+                for f, e, x in zip(firsts.tolist(), lasts.tolist(), values_at.tolist(), strict=True)
+            ]
+            if self.merge:
+                spans = merge_runs(spans)  # what numpy merged stays as it is
+            table = smallest_table(spans, pools, bits)
+            hops: dict[int, list[tuple[str, int]] | None] = {}
+            for first, size_log, value in table:
+                if value not in hops:
+                    hops[value] = _nexthops(values[value], version, gateways, node, hosts)
+                nexthops = hops[value]
+                if nexthops is not None:
+                    out.append(
+                        RoutePlan(f"{_text(first, version)}/{bits - size_log}", list(nexthops))
+                    )
         return out
+
+
+MERGE_FROM_VERTICES = 5000  # merge_runs before smallest_table: a 100x100 grid's planning
+
+
+def _merged_runs(
+    firsts: np.ndarray, lasts: np.ndarray, a: np.ndarray, apart: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """netrig.plan.prefixes.merge_runs in numpy (a, the allowed sets, fit in int64): a run
+    from i goes on up to the first span that is apart, ANY where the run is not (or the
+    other way round), or allows none of the values every span so far allowed."""
+    n = len(a)
+    positions = np.arange(n)
+    any_ = a == ANY
+    brk = apart.copy()
+    brk[1:] |= any_[1:] != any_[:-1]
+
+    def next_stop(stop: np.ndarray) -> np.ndarray:
+        """Per i: the first k > i where stop[k] (n: none)."""
+        at = np.where(stop, positions, n)
+        return np.r_[np.minimum.accumulate(at[::-1])[::-1][1:], n]
+
+    end = np.where(any_, next_stop(brk), positions + 1)
+    keyed = a[~any_]
+    for g in range(int(np.bitwise_or.reduce(keyed)).bit_length() if len(keyed) else 0):
+        has = (a >> g & 1).astype(bool) & ~any_
+        if has.any():
+            end = np.where(has, np.maximum(end, next_stop(brk | ~has)), end)
+    starts = []
+    ends = end.tolist()
+    i = 0
+    while i < n:
+        starts.append(i)
+        i = ends[i]
+    begin = np.array(starts)
+    stop = np.r_[begin[1:], n]
+    merged = np.bitwise_and.reduceat(a, begin)
+    return firsts[begin], lasts[stop - 1], merged
 
 
 SCIPY_FROM_VERTICES = 400
@@ -226,29 +331,26 @@ def distances(
     return np.array([dijkstra(adj, s, n_v) for s in range(n_h)], dtype=float).reshape(n_h, n_v)
 
 
-def _run_routes(  # type: ignore[no-untyped-def]
-    version: int, lo: int, hi: int, choice: int, multipath: bool, gateways, node, hosts
-) -> list[RoutePlan]:
-    """The fewest prefixes covering [lo, hi], via the chosen gateway (its position, or for
-    ECMP the bit set of positions)."""
-    idx = [j for j in range(len(gateways)) if choice >> j & 1] if multipath else [choice]
-    nexthops = []
-    for j in idx:
+def _nexthops(  # type: ignore[no-untyped-def]
+    gateway_set: int, version: int, gateways, node: NodePlan, hosts
+) -> list[tuple[str, int]] | None:
+    """(gateway address, own ifindex) of each gateway in the bit set; None if one has no
+    address of this family (no route then)."""
+    out = []
+    for j in range(gateway_set.bit_length()):
+        if not gateway_set >> j & 1:
+            continue
         v, net, port, _ = gateways[j]
         gw = port_address(hosts[v], net, version)
         if gw is None:
-            return []
+            return None
         ifindex = (
             node.bridge.index
             if node.bridge and port == node.bridge.name
             else node.iface(port).index
         )
-        nexthops.append((gw, ifindex))
-    bits = 32 if version == 4 else 128
-    return [
-        RoutePlan(f"{_text(start, version)}/{bits - size_log}", nexthops)
-        for start, size_log in range_to_cidrs(lo, hi)
-    ]
+        out.append((gw, ifindex))
+    return out
 
 
 def _text(addr: int, version: int) -> str:

@@ -34,6 +34,13 @@ def covering(lab: Lab, node: str, addr: str) -> str:
     raise AssertionError(f"no route to {addr} in {node}")
 
 
+def _length(dst: str) -> int:
+    """A route's prefix length (ip writes a host route without one)."""
+    from ipaddress import ip_network
+
+    return ip_network(dst).prefixlen
+
+
 def _contains(cidr: str, addr: str) -> bool:
     from ipaddress import ip_address, ip_network
 
@@ -72,14 +79,19 @@ def test_a_healthy_lab_is_proven_with_few_echoes(make_lab, monkeypatch) -> None:
 def test_a_deleted_route_fails_the_check_on_exactly_the_pairs_pings_lose(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 5}})
     for node, family in (("n7", "-4"), ("n13", "-6")):
-        victim = gateway_routes(lab, node, family)[2]
-        ip(family, "-n", lab.plan.nodes[node].ns, "route", "del", victim)
+        # the covering route (routes overlap): what only it held now has no route at all
+        victim = min(gateway_routes(lab, node, family), key=lambda d: _length(d))
+        ns = lab.plan.nodes[node].ns
+        line = next(r for r in ip(family, "-n", ns, "route").splitlines() if r.split()[0] == victim)
+        ip(family, "-n", ns, "route", "del", victim)
         result = check.verify(lab.plan, "auto", 1.0)
         assert not result.ok
         assert set(result.failed) == everything_pinged(lab)
         assert any(f"{node} has no usable route" in why for why in result.reasons.values())
         assert "has no usable route" in result.describe()
         both_walks_agree(lab, monkeypatch)
+        ip(family, "-n", ns, "route", "add", *line.split())  # put back for the next case
+        assert check.verify(lab.plan, "auto", 1.0).ok
 
 
 @requires_root
@@ -122,8 +134,67 @@ def test_every_branch_of_a_multipath_route_is_walked(make_lab, monkeypatch) -> N
     assert ("n1", "n5", lab.addr("n5")) in result.failed  # a flow may hash onto the cut side
     assert ("n1", "n8", lab.addr("n8")) not in result.failed
     why = result.reasons[("n1", "n5", lab.addr("n5"))]
-    assert "multipath" in why or "n3 has no usable route" in why
+    # with n3's route gone the packet has no route there, or (routes overlap) falls to a
+    # covering prefix that sends it back
+    assert "multipath" in why or "n3 has no usable route" in why or "loop: n1 → n2 → n3" in why
     both_walks_agree(lab, monkeypatch)
+
+
+def kernel_routes(lab: Lab, node: str, family: str) -> list[tuple[str, str]]:
+    """(destination, gateway) of each of the node's routes through a gateway."""
+    out = ip(family, "-n", lab.plan.nodes[node].ns, "route")
+    return [(line.split()[0], line.split()[2]) for line in out.splitlines() if " via " in line]
+
+
+def more_specifics(lab: Lab, node: str, family: str) -> list[tuple[str, str]]:
+    """(more-specific, covering) pairs of the node's routes that go different ways."""
+    from ipaddress import ip_network
+
+    routes = [(ip_network(d), gw) for d, gw in kernel_routes(lab, node, family)]
+    return [
+        (str(inner), str(outer))
+        for inner, gw_in in routes
+        for outer, gw_out in routes
+        if inner != outer and inner.subnet_of(outer) and gw_in != gw_out  # type: ignore[arg-type]
+    ]
+
+
+@requires_root
+def test_overlapping_tables_are_walked_by_longest_prefix(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Routes overlap (a covering prefix one way, more-specific exceptions the other): the
+    walk must take the longest match, as the kernel does, and so prove every pair."""
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 10}})
+    for node in lab.plan.nodes:
+        for family in ("-4", "-6"):
+            assert more_specifics(lab, node, family), (node, family)  # the tables overlap
+    result = lab.check_result
+    assert result is not None and result.ok and result.method == "fib"
+    assert result.pairs == len(check.check_pairs(lab.plan, "all"))
+    assert everything_pinged(lab) == set()
+    both_walks_agree(lab, monkeypatch)
+
+
+@requires_root
+def test_a_missing_more_specific_route_fails_the_check(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without its more-specific route, a destination falls to the covering prefix, which
+    leads the other way round the ring and back: the check fails on exactly the pairs that
+    pings lose (the covering prefix alone must not pass for the exception)."""
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 10}})
+    for node, family in (("n3", "-4"), ("n8", "-6")):
+        near = {lab.addr(p, 4 if family == "-4" else 6) for p in lab.plan.nodes if p != node}
+        victim = next(
+            inner
+            for inner, _outer in more_specifics(lab, node, family)
+            if any(_contains(inner, a) for a in near)
+        )
+        ip(family, "-n", lab.plan.nodes[node].ns, "route", "del", victim)
+        result = check.verify(lab.plan, "auto", 1.0)
+        assert result.method == "fib"
+        assert not result.ok
+        lost = everything_pinged(lab)
+        assert lost and set(result.failed) == lost
+        assert any(node in pair[:2] or _contains(victim, pair[2]) for pair in lost)
+        both_walks_agree(lab, monkeypatch)
 
 
 @requires_root
@@ -165,3 +236,25 @@ def test_sampled_and_link_pairs_are_promised_and_stable() -> None:
     assert len(sample) == 2 * fibcheck.SAMPLE_PAIRS
     assert set(sample) <= every
     assert fibcheck.sample_pairs(lab_plan) == sample
+
+
+def test_planned_hops_of_large_labs_are_the_plans_hop_counts(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Large labs count planned hops with scipy on the graph of hosts alone (or, with a big
+    network, hosts and networks); both equal the pure-Python breadth-first counts."""
+    from netrig.plan.prefixes import hop_counts
+
+    bodies = [
+        "topology: {kind: grid, rows: 5, cols: 6}\n",
+        "nodes: [{name: sw, kind: switch}, {name: a}, {name: b}, {name: c}, {name: d}]\n"
+        "links: [{a: a, b: sw}, {a: b, b: sw}, {a: c, b: sw}, {a: c, b: d}]\n",  # a segment
+        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}]\nlinks: [{a: a, b: b}, {a: c, b: d}]\n",
+    ]
+    monkeypatch.setattr(fibcheck, "SMALL_VERTICES", 0)
+    for body in bodies:
+        lab_plan = plan_lab(load_text(f"name: ph\n{body}"))
+        hosts = list(lab_plan.nodes)
+        expected = hop_counts(lab_plan, hosts)
+        for members in (16, 0):  # hosts alone / hosts and networks
+            monkeypatch.setattr(fibcheck, "HOST_GRAPH_MEMBERS", members)
+            got = fibcheck.planned_hops(lab_plan, hosts)(list(range(len(hosts))))
+            assert got.tolist() == expected, (body, members)
