@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections import defaultdict
 
 import numpy as np
@@ -89,7 +90,10 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         return routes
 
     chunks = list(range(0, n_h, DIST_CHUNK))
-    workers = min(len(chunks), os.cpu_count() or 1) if n_h >= PARALLEL_FROM_HOSTS else 1
+    # forking is safe only where no other thread may hold a lock the child would need
+    # (`netrig up` plans before its build threads; an API caller or a worker may have some)
+    alone = threading.active_count() == 1
+    workers = min(len(chunks), os.cpu_count() or 1) if n_h >= PARALLEL_FROM_HOSTS and alone else 1
     if workers < 2:
         return plan_chunks(chunks)
     return _in_processes(plan_chunks, [chunks[i::workers] for i in range(workers)])
