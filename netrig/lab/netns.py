@@ -11,14 +11,15 @@ namespace); the main thread never leaves the host's namespace.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager, suppress
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 NETNS_RUN_DIR = "/run/netns"
 CLONE_NEWNS = 0x00020000
@@ -32,7 +33,9 @@ MS_SLAVE = 1 << 19
 MS_SHARED = 1 << 20
 MNT_DETACH = 0x2
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+# the C library this process already has (ctypes.util.find_library would import tempfile,
+# shutil and subprocess to look for it: ~4 ms of every start)
+_libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [
     ctypes.c_char_p,
     ctypes.c_char_p,
@@ -222,6 +225,9 @@ class Worker:
     """A thread that runs submitted calls; namespace switches stay inside it."""
 
     def __init__(self, name: str = "netrig-worker") -> None:
+        from concurrent.futures import Future  # (imports logging: only for the doctor's probes)
+
+        self._future = Future
         self._calls: queue.Queue[tuple[Callable[[], object], Future[object]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -235,7 +241,7 @@ class Worker:
                 fut.set_exception(exc)
 
     def call(self, fn: Callable[[], T]) -> T:
-        fut: Future[object] = Future()
+        fut = self._future()
         self._calls.put((fn, fut))
         return fut.result()  # type: ignore[return-value]
 
