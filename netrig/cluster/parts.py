@@ -31,7 +31,7 @@ from typing import Any
 from netrig import routing
 from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
-from netrig.lab.build import LabError, route_requests, set_tbf
+from netrig.lab.build import LabError, route_requests
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -229,24 +229,10 @@ def _build(part: LabPart) -> dict[str, Any]:
 def tunnel_rate(ns: str, index: int, rate: int | None, burst: int | None = None) -> None:
     """A token bucket of RATE bit/s on a tunnel end (replacing any); None removes it (as
     `faults.set_rate` does on a veth end)."""
-    import errno
-
-    from pyroute2 import IPRoute
-    from pyroute2.netlink.exceptions import NetlinkError
-
-    def apply() -> None:
-        with IPRoute() as ipr:
-            if rate is None:
-                try:
-                    ipr.tc("del", index=index, root=True)
-                except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
-                    if exc.code not in (errno.ENOENT, errno.EINVAL):
-                        raise
-                return
-            set_tbf(ipr, index, rate, burst, command="replace")
+    from netrig.lab import faults
 
     try:
-        netns.in_netns(ns, apply)
+        faults.replace_rate(ns, index, rate, burst)
     except Exception as exc:  # pyroute2's NetlinkError
         raise LabError(f"rate on tunnel end {index} in {ns}: {exc}") from exc
 

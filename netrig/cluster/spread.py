@@ -41,16 +41,16 @@ from netrig.experiment.runner import (
     Reporter,
     RunResult,
     Silent,
-    _final_status,
     _Session,
-    find_resumable,
+    close_experiment,
+    open_experiment,
 )
 from netrig.lab.build import BadInput, LabError
 from netrig.lab.ledger import Ledger
 from netrig.lab.runtime import LabRuntime
 from netrig.plan.experiment import ExperimentPlan, SweepPoint
 from netrig.plan.model import LabPlan
-from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
+from netrig.plan.runs import PlannedRun, plan_runs
 
 POLL = 0.02  # seconds between polls of a process on another host
 SLICE = 0.5  # seconds a call waits before it checks that its host is still there
@@ -430,19 +430,11 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
             raise BadInput(f"lab {', '.join(taken)} is up already; `netrig down NAME --cluster "
                            f"{address}` removes it (or run with --name)")
         runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
-        index = {point_key(p.values): i for i, p in enumerate(exp.points)}
         facts = client.get_metadata([FACTS_KEY], default={})
         with StopSignal() as stop:
-            if resume:
-                eid = find_resumable(store, exp)
-                store.resume_experiment(eid)
-                done = {(index[k], rep) for k, rep in store.completed_points(eid) if k in index}
-                todo = remaining(runs, done)
-            else:
-                eid = store.begin_experiment(exp.name, exp.text, {
-                    "cluster": address, "placement": {"hosts": hosts or len(present)},
-                    "hosts": {h: facts.get(h, {}) for h in present}})
-                done, todo = set(), runs
+            eid, done, todo = open_experiment(store, exp, runs, resume, lambda: {
+                "cluster": address, "placement": {"hosts": hosts or len(present)},
+                "hosts": {h: facts.get(h, {}) for h in present}})  # fmt: skip
             outcome = Outcome(eid, "ok", skipped=len(done))
             say.begin(exp, todo, len(done))
             session = SpreadSession(exp, store, say, outcome, client, address, hosts, pins)
@@ -450,11 +442,7 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
                 session.run_all(todo, stop)
             finally:
                 session.close()
-                if stop.requested:
-                    outcome.signal = stop.name
-                outcome.status = _final_status(store, eid, outcome)
-                store.finish_experiment(eid, outcome.status)  # type: ignore[arg-type]
-                say.end()
+                close_experiment(store, outcome, stop, say)
         return outcome
     finally:
         client.close()

@@ -33,12 +33,12 @@ from netrig.experiment.runner import (
     Reporter,
     ResultStore,
     Silent,
-    _final_status,
-    find_resumable,
+    close_experiment,
+    open_experiment,
 )
 from netrig.lab.build import BadInput, LabError
 from netrig.plan.experiment import ExperimentPlan
-from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
+from netrig.plan.runs import PlannedRun, plan_runs
 
 
 class HostResultStore(ResultStore, Protocol):
@@ -214,19 +214,10 @@ def _run(exp: ExperimentPlan, store: HostResultStore, client: Any, address: str,
         raise BadInput(f"no netrig worker is connected to {address} (start `netrig worker "
                        f"--scheduler {address}` on each host)")
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
-    index = {point_key(p.values): i for i, p in enumerate(exp.points)}
     facts = client.get_metadata([FACTS_KEY], default={})
     with StopSignal() as stop:
-        if resume:
-            eid = find_resumable(store, exp)
-            done = {(index[k], rep) for k, rep in store.completed_points(eid) if k in index}
-            todo = remaining(runs, done)
-        else:
-            eid = store.begin_experiment(
-                exp.name, exp.text,
-                {"cluster": address, "hosts": {h: facts.get(h, {}) for h in address_of}},
-            )
-            done, todo = set(), runs
+        eid, done, todo = open_experiment(store, exp, runs, resume, lambda: {
+            "cluster": address, "hosts": {h: facts.get(h, {}) for h in address_of}})  # fmt: skip
         outcome = Outcome(eid, "ok", skipped=len(done))
         sweep = uuid.uuid4().hex[:12]
         queues = {h: deque(q) for h, q in blocks.assign(todo, sorted(address_of)).items()}
@@ -344,8 +335,4 @@ def _finish(exp: ExperimentPlan, store: HostResultStore, dispatch: _Dispatch, ou
     except TimeoutError:
         say.note("[yellow]some host did not release its lab in time[/]; "
                  "`netrig clean` on that host removes it")
-    if stop.requested:
-        outcome.signal = stop.name
-    outcome.status = _final_status(store, outcome.experiment_id, outcome)
-    store.finish_experiment(outcome.experiment_id, outcome.status)  # type: ignore[arg-type]
-    say.end()
+    close_experiment(store, outcome, stop, say)

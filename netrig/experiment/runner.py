@@ -28,7 +28,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -311,16 +311,10 @@ def run_experiment(
     for plan in {p.plan.name: p.plan for p in exp.points}.values():
         preflight(plan, ledger)  # root, and lab names free: refuse before anything is stored
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
-    index = {point_key(p.values): i for i, p in enumerate(exp.points)}
     with StopSignal() as stop:  # from here on a signal is a clean stop
-        if resume:
-            eid = find_resumable(store, exp)
-            store.resume_experiment(eid)  # running again, owned by this process
-            done = {(index[k], rep) for k, rep in store.completed_points(eid) if k in index}
-            todo = remaining(runs, done)
-        else:
-            eid = store.begin_experiment(exp.name, exp.text, collect_host_facts(exp.tools()))
-            done, todo = set(), runs
+        eid, done, todo = open_experiment(
+            store, exp, runs, resume, lambda: collect_host_facts(exp.tools())
+        )
         outcome = Outcome(eid, "ok", skipped=len(done))
         say.begin(exp, todo, len(done))
         session = _Session(exp, store, say, outcome, ledger)
@@ -328,14 +322,42 @@ def run_experiment(
             session.run_all(todo, stop)
         finally:
             session.close()
-            if stop.requested:
-                outcome.signal = stop.name
-            outcome.status = _final_status(store, eid, outcome)
-            store.finish_experiment(eid, outcome.status)  # type: ignore[arg-type]
-            say.end()
+            close_experiment(store, outcome, stop, say)
             if own_ledger:
                 ledger.close()
     return outcome
+
+
+def open_experiment(
+    store: ResultStore,
+    exp: ExperimentPlan,
+    runs: list[Any],
+    resume: bool,
+    metadata: Callable[[], dict[str, Any]],
+) -> tuple[int, set[tuple[int, int]], list[Any]]:
+    """(experiment id, (point, repetition) pairs done, runs to do): a new experiment with
+    metadata() (the hosts' facts), or with resume the last unfinished one of this file,
+    running again and owned by this process, less the runs it has stored (here, on a
+    cluster or a spread lab alike)."""
+    if not resume:
+        return store.begin_experiment(exp.name, exp.text, metadata()), set(), runs
+    index = {point_key(p.values): i for i, p in enumerate(exp.points)}
+    eid = find_resumable(store, exp)
+    store.resume_experiment(eid)  # running again, owned by this process
+    done = {(index[k], rep) for k, rep in store.completed_points(eid) if k in index}
+    return eid, done, remaining(runs, done)
+
+
+def close_experiment(
+    store: ResultStore, outcome: Outcome, stop: StopSignal, say: Reporter
+) -> None:
+    """The experiment's final status (interrupted by a signal, failed if a run failed,
+    else ok) stored, and the progress closed."""
+    if stop.requested:
+        outcome.signal = stop.name
+    outcome.status = _final_status(store, outcome.experiment_id, outcome)
+    store.finish_experiment(outcome.experiment_id, outcome.status)  # type: ignore[arg-type]
+    say.end()
 
 
 def _final_status(store: ResultStore, eid: int, outcome: Outcome) -> str:

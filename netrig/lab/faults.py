@@ -142,29 +142,34 @@ def send(
 
 def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
     """A token-bucket rate limit (bit/s) on both ends of A–B, replacing any; None removes it."""
-    from pyroute2 import IPRoute
-    from pyroute2.netlink.exceptions import NetlinkError
-
     link = find_link(lab.plan, a, b)
     for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
         index = lab.plan.node(node).iface(ifname).index
-
-        def apply(index: int = index) -> None:
-            with IPRoute() as ipr:
-                if rate is None:
-                    try:
-                        ipr.tc("del", index=index, root=True)
-                    except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
-                        if exc.code not in (errno.ENOENT, errno.EINVAL):
-                            raise
-                    return
-                set_tbf(ipr, index, rate, command="replace")
-
         try:
-            netns.in_netns(lab.ns(node), apply)
+            replace_rate(lab.ns(node), index, rate)
         except Exception as exc:  # pyroute2's NetlinkError
             raise LabError(f"rate on {node}:{ifname}: {exc}") from exc
     return link
+
+
+def replace_rate(ns: str, index: int, rate: int | None, burst: int | None = None) -> None:
+    """A token bucket of RATE bit/s as the root qdisc of one interface of namespace NS,
+    replacing any; None removes ours (a veth end, or a cluster's tunnel end)."""
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    def apply() -> None:
+        with IPRoute() as ipr:
+            if rate is None:
+                try:
+                    ipr.tc("del", index=index, root=True)
+                except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
+                    if exc.code not in (errno.ENOENT, errno.EINVAL):
+                        raise
+                return
+            set_tbf(ipr, index, rate, burst, command="replace")
+
+    netns.in_netns(ns, apply)
 
 
 # ------------------------------------------------------------------ nodes
