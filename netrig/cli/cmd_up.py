@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -22,6 +22,7 @@ from netrig.cli.common import (
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from netrig.experiment.interrupt import StopSignal
     from netrig.plan.model import LabPlan
     from netrig.rig import Lab
 
@@ -82,12 +83,14 @@ def up(
         try:
             with stop.armed():
                 timings = lab.up(check_reachability=not no_check, progress=progress)
+        except Exception:
+            if not stop.requested:
+                raise
+            # the signal's KeyboardInterrupt came out wrapped (Python 3.11 wraps one raised
+            # while a class is created, e.g. during a lazy import, in a RuntimeError)
+            _interrupted(lab, stop)
         except KeyboardInterrupt:
-            _remove_if_ours(lab)
-            fail(
-                f"interrupted ({stop.name or 'SIGINT'}); the partial lab was removed",
-                stop.exit_code,
-            )
+            _interrupted(lab, stop)
         if stop.requested:  # came while up() was finishing: the user still wants no lab
             lab.down()
             fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
@@ -103,6 +106,11 @@ def up(
         f"{len(plan.nodes)} nodes, {len(plan.links)} links, {timings.routes} routes "
         f"({'; '.join(details)})"
     )
+
+
+def _interrupted(lab: Lab, stop: StopSignal) -> NoReturn:
+    _remove_if_ours(lab)
+    fail(f"interrupted ({stop.name or 'SIGINT'}); the partial lab was removed", stop.exit_code)
 
 
 def _remove_if_ours(lab: Lab) -> None:

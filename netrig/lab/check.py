@@ -21,7 +21,7 @@ import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 
-from netrig.lab import netns, nlwire
+from netrig.lab import fibcheck, netns, nlwire
 from netrig.plan.model import LabPlan
 
 AUTO_ALL_PAIRS_MAX = 128
@@ -65,7 +65,6 @@ def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
     """The check `up` runs: `all` pings every promised pair; `auto` and `sample` prove
     every promised pair from the FIBs where that is complete (see fibcheck.eligible),
     else `auto` pings all pairs up to AUTO_ALL_PAIRS_MAX nodes and `sample` a sample."""
-    from netrig.lab import fibcheck
 
     if mode in ("auto", "sample") and fibcheck.eligible(plan) and len(plan.nodes) > 1:
         return prove(plan, timeout)
@@ -78,7 +77,6 @@ def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
 def prove(plan: LabPlan, timeout: float) -> CheckResult:
     """Every link and a sample of pairs pinged (which also waits for carriers), then every
     promised pair walked through the FIBs the kernels hold."""
-    from netrig.lab import fibcheck
 
     start = time.perf_counter()
     hosts = [n.name for n in plan.nodes.values()]
@@ -159,7 +157,7 @@ def _ready_ports(bridged: bool, indexes: list[int]) -> set[int]:
     """Which of these interfaces of the calling thread's namespace are running (and, in a
     bridge's namespace, whose bridge port forwards). Asked by index, which applies a
     pending carrier change first (see fibcheck.running)."""
-    from netrig.lab.fibcheck import running as running_of
+    running_of = fibcheck.running
 
     with nlwire.RtnlSocket() as sock:
         running = running_of(sock, indexes)
@@ -219,7 +217,7 @@ def default_ttl(plan: LabPlan, family: int) -> int:
 
 def _hop_counts(plan: LabPlan) -> dict[str, dict[str, float]]:
     """Router hops between hosts (a switched segment counts as one hop)."""
-    from netrig.lab.fibcheck import planned_hops
+    planned_hops = fibcheck.planned_hops
 
     hosts = [h.name for h in plan.hosts()]
     rows = planned_hops(plan, hosts)(range(len(hosts)))
