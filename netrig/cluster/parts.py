@@ -31,7 +31,7 @@ from typing import Any
 from netrig import routing
 from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
-from netrig.lab.build import LabError, route_requests
+from netrig.lab.build import LabError, ipv4_forwarding, route_requests
 from netrig.lab.ledger import Ledger, save_json
 from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -262,8 +262,10 @@ def _configure(node: NodePlan, part: LabPart, name: str) -> None:
     if not tunnels:
         return
     reqs = []
+    forwarding4 = ipv4_forwarding(part.plan)  # as every interface the lab core brings up
     for t in tunnels:
-        reqs.append(nlwire.set_link(t.index, up=True, master=t.master, what=f"{t.iface} up"))
+        reqs.append(nlwire.set_link(t.index, up=True, master=t.master, forwarding4=forwarding4,
+                                    what=f"{t.iface} up"))
         for cidr in t.addrs:
             addr, plen = cidr.split("/")
             reqs.append(nlwire.new_addr(t.index, addr, int(plen), broadcast=_broadcast(cidr),

@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -94,7 +94,7 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     t.links = time.perf_counter() - mark
     say("configuring addresses and routes")
     mark = time.perf_counter()
-    t.messages, t.routes = _configure(nodes)
+    t.messages, t.routes = _configure(nodes, ipv4_forwarding(plan))
     t.config = time.perf_counter() - mark
     mark = time.perf_counter()
     _apply_tc(plan)
@@ -169,11 +169,59 @@ def _signals_held() -> Iterator[None]:
 LEDGER_EVERY = 0.05  # s: how often a worker writes the identities of the namespaces it made
 
 
+PER_INTERFACE = ("net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding")
+DAEMONLESS = ("static", "ecmp")  # protocols whose nodes get no interface netrig did not make
+
+
+def ipv4_forwarding(plan: LabPlan) -> bool | None:
+    """IPv4 forwarding as the plan's sysctls want it (None: not said): every interface
+    netrig brings up gets it (nlwire.set_link), as it would from `ip_forward`."""
+    value = plan.sysctls.get("net.ipv4.conf.all.forwarding", plan.sysctls.get(PER_INTERFACE[0]))
+    return None if value is None else str(value) == "1"
+
+
+def namespace_sysctls(plan: LabPlan) -> list[tuple[str, str]]:
+    """The sysctls each new namespace needs written. The first write under a family's
+    /proc/sys/net directory in a new namespace costs ~0.1 ms, growing with the number of
+    namespaces (its lookup compares the namespaces' directory entries one by one): so
+    nothing is written that the namespace starts with (IPv4's conf/all and conf/default
+    come from the host's), and in a lab whose nodes run no daemon IPv4 forwarding is
+    switched on per interface as each comes up, not by `ip_forward` (which then reads 0
+    while every lab interface forwards)."""
+    inherited = _inherited(plan)
+    per_interface = plan.protocol in DAEMONLESS and ipv4_forwarding(plan)
+    return [
+        (key, str(value))
+        for key, value in plan.sysctls.items()
+        if inherited.get(key) != str(value) and not (per_interface and key in PER_INTERFACE)
+    ]
+
+
+def _inherited(plan: LabPlan) -> dict[str, str]:
+    """Values of the plan's sysctls that a new namespace copies from the host's: IPv4's
+    conf/all, conf/default and ip_forward (also IPv6's with net.core.devconf_inherit_init_net
+    1), read from here when this process is in the host's initial namespace."""
+    try:
+        if os.stat("/proc/self/ns/net").st_ino != os.stat("/proc/1/ns/net").st_ino:
+            return {}
+        mode = netns.read_sysctl("net.core.devconf_inherit_init_net")
+    except OSError:
+        return {}
+    families = {"0": ("ipv4",), "1": ("ipv4", "ipv6")}.get(mode, ())
+    copied = tuple(f"net.{f}.conf.{which}." for f in families for which in ("all", "default"))
+    out = {}
+    for key in plan.sysctls:
+        if key.startswith(copied) or (key == PER_INTERFACE[0] and "ipv4" in families):
+            with suppress(OSError):
+                out[key] = netns.read_sysctl(key)
+    return out
+
+
 def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> None:
     """Each namespace and its sysctls, spread over worker threads. Each worker writes the
     identities (nsfs inodes) of what it made to the ledger every LEDGER_EVERY seconds; until
     then the ledger's intent rows name them (trusted by name: the names were free)."""
-    sysctls = list(plan.sysctls.items())
+    sysctls = namespace_sysctls(plan)
 
     def work(share: list[NodePlan], cancel: threading.Event) -> None:
         ledger = Ledger(state_dir)  # the thread's own connection
@@ -247,7 +295,7 @@ def _veth(plan: LabPlan, link: LinkPlan, fds: dict[str, int]) -> nlwire.Request:
     )
 
 
-def _configure(nodes: list[NodePlan]) -> tuple[int, int]:
+def _configure(nodes: list[NodePlan], forwarding4: bool | None) -> tuple[int, int]:
     """One batch per namespace (links up, addresses, neighbours, routes), sent from inside
     it by worker threads, each with its own netlink socket per namespace. Returns the
     counts of messages and routes."""
@@ -257,7 +305,7 @@ def _configure(nodes: list[NodePlan]) -> tuple[int, int]:
         for node in share:
             if cancel.is_set():
                 raise KeyboardInterrupt
-            requests = node_requests(node)
+            requests = node_requests(node, forwarding4)
             with netns.entered(node.ns), nlwire.RtnlSocket() as sock:
                 errors = sock.send_batch(requests)
             if errors:
@@ -271,8 +319,9 @@ def _configure(nodes: list[NodePlan]) -> tuple[int, int]:
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
-def node_requests(node: NodePlan) -> list[nlwire.Request]:
-    """Everything one namespace needs after its links exist, in dependency order."""
+def node_requests(node: NodePlan, forwarding4: bool | None = None) -> list[nlwire.Request]:
+    """Everything one namespace needs after its links exist, in dependency order; every
+    interface comes up with IPv4 forwarding as `forwarding4` says (None: left alone)."""
     where = node.ns
     reqs = [nlwire.set_link(1, up=True, what=f"lo up in {where}")]
     if node.bridge:
@@ -282,10 +331,20 @@ def node_requests(node: NodePlan) -> list[nlwire.Request]:
                 br.name, index=br.index, stp=br.stp, mac=br.mac or None, what=f"bridge in {where}"
             )
         )
+        if forwarding4 is not None:
+            reqs.append(
+                nlwire.set_link(br.index, forwarding4=forwarding4, what=f"{br.name} in {where}")
+            )
     for iface in node.ifaces:
         master = node.bridge.index if node.bridge and iface.master == node.bridge.name else None
         reqs.append(
-            nlwire.set_link(iface.index, up=True, master=master, what=f"{iface.name} up in {where}")
+            nlwire.set_link(
+                iface.index,
+                up=True,
+                master=master,
+                forwarding4=forwarding4,
+                what=f"{iface.name} up in {where}",
+            )
         )
     for cidr in node.loopbacks:
         addr, plen = cidr.split("/")

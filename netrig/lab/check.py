@@ -21,6 +21,7 @@ import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 
+from netrig.base import forked
 from netrig.lab import fibcheck, netns, nlwire
 from netrig.plan.model import LabPlan
 
@@ -74,6 +75,9 @@ def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
     return result
 
 
+FORK_WALK_FROM = 50  # nodes: below, forking costs about what walking in a child saves
+
+
 def prove(plan: LabPlan, timeout: float) -> CheckResult:
     """Every link and a sample of pairs pinged (which also waits for carriers), then every
     promised pair walked through the FIBs the kernels hold."""
@@ -83,8 +87,19 @@ def prove(plan: LabPlan, timeout: float) -> CheckResult:
     promised = fibcheck.planned_hops(plan, hosts)
     echoes = fibcheck.link_pairs(plan) + fibcheck.sample_pairs(plan, promised=promised)
     kernels = fibcheck.read_kernels(plan)  # first: reading a link applies its carrier
-    pinged = ping_pairs(plan, echoes, timeout)
-    proof = fibcheck.prove(plan, kernels, promised)
+
+    # the walk is Python and numpy, the echoes mostly the kernel's work: on two cores the
+    # walk goes to a forked child while this process pings
+    def walk() -> fibcheck.Proof:
+        return fibcheck.prove(plan, kernels, promised)
+
+    walking = forked.start(walk) if len(hosts) >= FORK_WALK_FROM else None
+    try:
+        pinged = ping_pairs(plan, echoes, timeout)
+        proof = walking.result() if walking else walk()
+    finally:
+        if walking:
+            walking.cancel()  # a no-op once its result was taken
     reasons = dict(proof.reasons)
     for pair in pinged.failed:
         reasons.setdefault(pair, "no echo reply")

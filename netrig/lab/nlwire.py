@@ -39,7 +39,8 @@ NUD_PERMANENT = 0x80
 
 IFF_UP = 0x1
 IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_MASTER = 1, 3, 4, 10
-IFLA_LINKINFO, IFLA_IFALIAS, IFLA_NET_NS_FD = 18, 20, 28
+IFLA_LINKINFO, IFLA_IFALIAS, IFLA_AF_SPEC, IFLA_NET_NS_FD = 18, 20, 26, 28
+IFLA_INET_CONF, IPV4_DEVCONF_FORWARDING = 1, 1
 IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
 VETH_INFO_PEER = 1
 IFLA_BR_FORWARD_DELAY, IFLA_BR_HELLO_TIME, IFLA_BR_MAX_AGE, IFLA_BR_STP_STATE = 1, 2, 3, 5
@@ -200,8 +201,16 @@ def new_bridge(
 
 
 def set_link(
-    index: int, *, up: bool | None = None, master: int | None = None, what: str = ""
+    index: int,
+    *,
+    up: bool | None = None,
+    master: int | None = None,
+    forwarding4: bool | None = None,
+    what: str = "",
 ) -> Request:
+    """Bring a link up or down, enslave it, and set its IPv4 forwarding switch (the one the
+    kernel consults for packets arriving on it; an existing link only: the kernel refuses
+    it in the message that creates one)."""
     flags = change = 0
     if up is not None:
         change = IFF_UP
@@ -209,6 +218,9 @@ def set_link(
     body = ifinfo(index, flags, change)
     if master is not None:
         body += attr_u32(IFLA_MASTER, master)
+    if forwarding4 is not None:
+        conf = attr(IFLA_INET_CONF, attr_u32(IPV4_DEVCONF_FORWARDING, int(forwarding4)))
+        body += attr(IFLA_AF_SPEC, attr(socket.AF_INET, conf))
     return Request(RTM_NEWLINK, 0, body, what or f"link {index}")
 
 

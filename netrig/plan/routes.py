@@ -23,6 +23,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from netrig.base import forked
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
@@ -103,39 +104,23 @@ def _in_processes(  # type: ignore[no-untyped-def]
     work, shares: list[list[int]]
 ) -> dict[str, list[RoutePlan]]:
     """work(share) for each share in a forked child (it inherits the graph and distances
-    function as they are), the last share here; the children's routes come back pickled
-    as plain tuples. A child that fails fails the planning."""
-    import pickle
+    function as they are), the last share here; the children's routes come back as plain
+    tuples. A child that fails fails the planning."""
 
-    children = []
-    for share in shares[:-1]:
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: plan, write, leave without running the parent's clean-ups
-            code = 1
-            try:
-                os.close(read)
-                found = work(share)
-                data = pickle.dumps(
-                    {name: [(r.dst, r.nexthops) for r in rs] for name, rs in found.items()},
-                    protocol=pickle.HIGHEST_PROTOCOL,
-                )
-                with os.fdopen(write, "wb") as out:
-                    out.write(data)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        children.append((pid, read))
-    routes = work(shares[-1])
-    for pid, read in children:
-        with os.fdopen(read, "rb") as inp:
-            data = inp.read()
-        _, status = os.waitpid(pid, 0)
-        if status != 0 or not data:
-            raise RuntimeError(f"route planning in process {pid} failed (status {status})")
-        for name, planned in pickle.loads(data).items():
-            routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
+    def plain(share: list[int]) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
+        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in work(share).items()}
+
+    children = [forked.start(lambda share=share: plain(share)) for share in shares[:-1]]
+    try:
+        routes = work(shares[-1])
+        for child in children:
+            assert child is not None  # the caller forks only when no other thread runs
+            for name, planned in child.result().items():
+                routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
+    finally:
+        for child in children:
+            if child:
+                child.cancel()
     return routes
 
 

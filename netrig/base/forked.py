@@ -1,0 +1,98 @@
+"""Pure CPU work in a forked child, for a second core while this process does other work.
+
+    pending = forked.start(lambda: walk(tables))   # None: not safe to fork here
+    ... ping meanwhile ...
+    result = pending.result()                      # the child's return value, unpickled
+
+The child inherits everything as it is (no pickling of inputs), returns its value pickled
+through a pipe and leaves by os._exit (no atexit handlers, no flushing of the parent's
+buffers). Forking is only safe where no other thread may hold a lock the child would need,
+so `start` refuses (None) while this process has other threads. A child that fails fails
+the result; `cancel` ends it (SIGKILL, by its PID) and reaps it.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class ChildFailed(RuntimeError):
+    """The forked child raised or died before returning its value."""
+
+
+class Pending(Generic[T]):
+    """A child computing a value: `result()` waits for it, `cancel()` ends it."""
+
+    def __init__(self, pid: int, read_fd: int) -> None:
+        self.pid = pid
+        self._read_fd: int | None = read_fd
+
+    def result(self) -> T:
+        data = b""
+        try:
+            with os.fdopen(self._take_fd(), "rb") as inp:
+                data = inp.read()
+        finally:
+            status = self._reap()
+        if not data:
+            raise ChildFailed(f"process {self.pid} died (wait status {status})")
+        ok, value = pickle.loads(data)
+        if not ok:
+            raise ChildFailed(f"process {self.pid}: {value}")
+        return value  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        if self._read_fd is None:
+            return
+        os.close(self._take_fd())
+        with suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self._reap()
+
+    def _take_fd(self) -> int:
+        fd, self._read_fd = self._read_fd, None
+        if fd is None:
+            raise ChildFailed(f"process {self.pid}: its result was taken already")
+        return fd
+
+    def _reap(self) -> int:
+        while True:
+            try:
+                return os.waitpid(self.pid, 0)[1]
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                return -1
+
+
+def start(work: Callable[[], T]) -> Pending[T] | None:
+    """work() in a forked child; None when other threads make forking unsafe."""
+    if threading.active_count() != 1:
+        return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, write, leave without the parent's clean-ups
+        code = 1
+        try:
+            os.close(read)
+            gc.disable()  # collection would copy pages shared with the parent, for nothing
+            try:
+                reply: tuple[bool, object] = (True, work())
+            except Exception as exc:  # reported to the parent, which raises ChildFailed
+                reply = (False, f"{type(exc).__name__}: {exc}")
+            with os.fdopen(write, "wb") as out:
+                out.write(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:  # KeyboardInterrupt too: the parent sees no data and a failed child
+            os._exit(code)
+    os.close(write)
+    return Pending(pid, read)

@@ -1,0 +1,48 @@
+"""netrig.base.forked: work in a forked child, its value back through a pipe."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from netrig.base import forked
+
+
+def test_the_childs_value_comes_back() -> None:
+    parent = os.getpid()
+    pending = forked.start(lambda: (os.getpid(), [n * n for n in range(1000)]))
+    assert pending is not None
+    pid, squares = pending.result()
+    assert pid != parent and pid == pending.pid
+    assert squares[999] == 998001
+
+
+def test_a_failing_child_fails_the_result_with_its_error() -> None:
+    pending = forked.start(lambda: 1 // 0)
+    assert pending is not None
+    with pytest.raises(forked.ChildFailed, match="ZeroDivisionError"):
+        pending.result()
+
+
+def test_cancel_ends_the_child_by_its_pid() -> None:
+    pending = forked.start(lambda: time.sleep(60))
+    assert pending is not None
+    started = time.monotonic()
+    pending.cancel()
+    assert time.monotonic() - started < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(pending.pid, 0)  # reaped: no zombie left
+
+
+def test_no_fork_while_other_threads_run() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert forked.start(lambda: 1) is None
+    finally:
+        stop.set()
+        other.join()
