@@ -41,6 +41,7 @@ from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
 
 from netrig.lab import netns, nlwire
+from netrig.plan import csgraph
 from netrig.plan.model import LabPlan, NodePlan
 from netrig.plan.prefixes import hop_counts, network_edges
 
@@ -389,8 +390,7 @@ def planned_hops(plan: LabPlan, hosts: list[str]) -> PromiseFn:
         full = hop_counts(plan, hosts)
         return lambda which: [full[i] for i in which]
     import numpy as np
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import shortest_path
+    shortest_path, coo_matrix = csgraph.load()
 
     rows, cols = network_edges(plan, hosts)
     if any(len(net.members) > HOST_GRAPH_MEMBERS for net in plan.networks):

@@ -24,6 +24,7 @@ from collections import defaultdict
 import numpy as np
 
 from netrig.base import forked
+from netrig.plan import csgraph
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
@@ -164,8 +165,7 @@ def _distance_rows(  # type: ignore[no-untyped-def]
     if n_v < SCIPY_FROM_VERTICES:
         full = distances(n_h, n_v, rows, cols, weights)
         return lambda which: full[which]
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import shortest_path
+    shortest_path, coo_matrix = csgraph.load()
 
     if any(len(net.members) > HOST_GRAPH_MEMBERS for net in nets):
         graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
@@ -308,8 +308,7 @@ def distances(
     """Distances from every host to every vertex. Small labs: Dijkstra in Python (importing
     scipy costs more than it saves); large ones: scipy's C implementation."""
     if n_v >= SCIPY_FROM_VERTICES:
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import shortest_path
+        shortest_path, coo_matrix = csgraph.load()
 
         graph = coo_matrix((weights, (rows, cols)), shape=(n_v, n_v)).tocsr()
         return shortest_path(graph, method="D", directed=False, indices=np.arange(n_h))
