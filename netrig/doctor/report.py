@@ -53,6 +53,9 @@ FALLBACKS: dict[str, Fallback] = {
         Fallback("iptables", "feature:iptables-nft",
                  "iptables rules go through the nf_tables backend (iptables-nft)",
                  "iptables firewall experiments are refused"),
+        Fallback("netns-names", "feature:netns",
+                 "labs build slower: every namespace costs more to name than to make",
+                 "no labs at all"),
         Fallback("pktgen", "tool:trafgen", "packet-rate benchmarks use trafgen (netsniff-ng)",
                  "packet-rate benchmarks need trafgen: apt-get install -y netsniff-ng"),
     )
