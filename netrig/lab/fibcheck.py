@@ -107,9 +107,12 @@ def eligible(plan: LabPlan) -> bool:
 # ------------------------------------------------------------------ reading the kernels
 
 
-def read_kernels(plan: LabPlan, threads: int = READ_THREADS) -> dict[str, Kernel]:
-    """Every node's kernel state, read over netlink from a few worker threads."""
-    nodes = list(plan.nodes.values())
+def read_kernels(
+    plan: LabPlan, threads: int = READ_THREADS, only: list[str] | None = None
+) -> dict[str, Kernel]:
+    """Every node's kernel state (or only these nodes'), read over netlink from a few
+    worker threads."""
+    nodes = list(plan.nodes.values()) if only is None else [plan.nodes[n] for n in only]
     out: dict[str, Kernel] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()

@@ -9,9 +9,11 @@ import heapq
 import math
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from ipaddress import ip_network
 
-from netrig.plan.model import LabPlan, NetworkPlan, NodePlan
+from netrig.base import forked
+from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 
 
 def destination_prefixes(
@@ -298,3 +300,30 @@ def hop_counts(plan: LabPlan, hosts: list[str]) -> list[list[float]]:
                     queue.append(v)
         out.append([d / 2 if d >= 0 else math.inf for d in seen[: len(hosts)]])
     return out
+
+
+def in_processes(
+    work: Callable[[list[int]], dict[str, list[RoutePlan]]], shares: list[list[int]]
+) -> dict[str, list[RoutePlan]]:
+    """work(share) for each share of the sources in a forked child (it inherits the graph
+    and distances as they are), the last share here; the children's routes come back as plain
+    tuples. A child that fails fails the planning; where other threads run (no fork), every
+    share is planned here."""
+
+    def plain(share: list[int]) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
+        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in work(share).items()}
+
+    children = [(share, forked.start(lambda share=share: plain(share))) for share in shares[:-1]]
+    try:
+        routes = work(shares[-1])
+        for share, child in children:
+            if child is None:  # other threads run here: no fork, this process plans it
+                routes.update(work(share))
+                continue
+            for name, planned in child.result().items():
+                routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
+    finally:
+        for _share, child in children:
+            if child:
+                child.cancel()
+    return routes

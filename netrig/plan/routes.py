@@ -23,7 +23,6 @@ from collections import defaultdict
 
 import numpy as np
 
-from netrig.base import forked
 from netrig.plan import csgraph
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
@@ -31,6 +30,7 @@ from netrig.plan.prefixes import (
     choice_values,
     destination_prefixes,
     dijkstra,
+    in_processes,
     merge_runs,
     pool_ranges,
     port_address,
@@ -100,31 +100,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
     workers = min(len(chunks), cpus) if parallel else 1
     if workers < 2:
         return plan_chunks(chunks)
-    return _in_processes(plan_chunks, [chunks[i::workers] for i in range(workers)])
-
-
-def _in_processes(  # type: ignore[no-untyped-def]
-    work, shares: list[list[int]]
-) -> dict[str, list[RoutePlan]]:
-    """work(share) for each share in a forked child (it inherits the graph and distances
-    function as they are), the last share here; the children's routes come back as plain
-    tuples. A child that fails fails the planning."""
-
-    def plain(share: list[int]) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
-        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in work(share).items()}
-
-    children = [forked.start(lambda share=share: plain(share)) for share in shares[:-1]]
-    try:
-        routes = work(shares[-1])
-        for child in children:
-            assert child is not None  # the caller forks only when no other thread runs
-            for name, planned in child.result().items():
-                routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
-    finally:
-        for child in children:
-            if child:
-                child.cancel()
-    return routes
+    return in_processes(plan_chunks, [chunks[i::workers] for i in range(workers)])
 
 
 PARALLEL_FROM_HOSTS = 200  # hosts: from here forked children plan shares of the sources

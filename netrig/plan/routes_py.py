@@ -15,6 +15,7 @@ on every topology kind.
 from __future__ import annotations
 
 import math
+import os
 from ipaddress import ip_address
 
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
@@ -23,6 +24,7 @@ from netrig.plan.prefixes import (
     choice_values,
     destination_prefixes,
     dijkstra,
+    in_processes,
     pool_ranges,
     port_address,
     smallest_table,
@@ -62,26 +64,38 @@ def python_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
     hitsets_of = _python_hitsets(n_h, n_v, nets, h_index)
     host_plans = plan.hosts()
     cidrs: dict[tuple[int, int, int], str] = {}  # (version, start, size log) → "a/len"
-    routes: dict[str, list[RoutePlan]] = {}
-    for s, name in enumerate(hosts):
-        gateways: list[Gateway] = []
-        for k, cost in adjacency.get(s, []):
-            net = nets[k]
-            port = next(p for n, p in net.members if n == name)
-            for member, _ in net.members:
-                if member != name:
-                    gateways.append((h_index[member], net, port, 2 * cost))
-        if not gateways:
-            routes[name] = []
-            continue
-        allowed, values = choice_values(hitsets_of(s, gateways), multipath)
-        allowed[s] = ANY  # itself and its connected subnets: the kernel's own routes win
-        for k, _ in adjacency[s]:
-            allowed[n_h + k] = ANY
-        routes[name] = _tables(
-            plan.nodes[name], allowed, values, spans, pools, gateways, host_plans, cidrs
-        )
-    return routes
+
+    def plan_sources(sources: list[int]) -> dict[str, list[RoutePlan]]:
+        routes: dict[str, list[RoutePlan]] = {}
+        for s in sources:
+            name = hosts[s]
+            gateways: list[Gateway] = []
+            for k, cost in adjacency.get(s, []):
+                net = nets[k]
+                port = next(p for n, p in net.members if n == name)
+                for member, _ in net.members:
+                    if member != name:
+                        gateways.append((h_index[member], net, port, 2 * cost))
+            if not gateways:
+                routes[name] = []
+                continue
+            allowed, values = choice_values(hitsets_of(s, gateways), multipath)
+            allowed[s] = ANY  # itself and its connected subnets: the kernel's own routes win
+            for k, _ in adjacency[s]:
+                allowed[n_h + k] = ANY
+            routes[name] = _tables(
+                plan.nodes[name], allowed, values, spans, pools, gateways, host_plans, cidrs
+            )
+        return routes
+
+    cpus = os.cpu_count() or 1
+    if n_h < FORK_FROM_HOSTS or cpus < 2:
+        return plan_sources(list(range(n_h)))
+    routes = in_processes(plan_sources, [list(range(i, n_h, cpus)) for i in range(cpus)])
+    return {name: routes[name] for name in hosts}  # in the hosts' order, as one process gives
+
+
+FORK_FROM_HOSTS = 64  # hosts: from here a forked child per core plans a share of the sources
 
 
 def _sorted_spans(

@@ -258,3 +258,21 @@ def test_planned_hops_of_large_labs_are_the_plans_hop_counts(monkeypatch) -> Non
             monkeypatch.setattr(fibcheck, "HOST_GRAPH_MEMBERS", members)
             got = fibcheck.planned_hops(lab_plan, hosts)(list(range(len(hosts))))
             assert got.tolist() == expected, (body, members)
+
+
+@requires_root
+def test_a_forked_child_reads_half_the_kernels_and_the_walk_runs_in_another(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """From FORK_WALK_FROM nodes the check reads half the namespaces in a forked child and
+    walks the FIBs in another: what it reads and finds is what one process does."""
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 12}})
+    monkeypatch.setattr(check, "FORK_WALK_FROM", 2)
+    forked_read = check.read_kernels(lab.plan)
+    assert forked_read == fibcheck.read_kernels(lab.plan)
+    assert set(forked_read) == set(lab.plan.nodes)
+    ip("-n", lab.plan.nodes["n3"].ns, "link", "set", lab.plan.nodes["n3"].ifaces[0].name, "down")
+    forked_check = check.verify(lab.plan, "auto", 0.5)
+    with monkeypatch.context() as patch:
+        patch.setattr(check, "FORK_WALK_FROM", 10**6)
+        one_process = check.verify(lab.plan, "auto", 0.5)
+    assert not forked_check.ok and forked_check.failed == one_process.failed
+    assert forked_check.reasons == one_process.reasons
