@@ -170,6 +170,8 @@ LEDGER_EVERY = 0.05  # s: how often a worker writes the identities of the namesp
 
 
 PER_INTERFACE = ("net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding")
+INIT_NET_INODE = 0xEFFFFFF9  # the host's initial namespace (PROC_NET_INIT_INO: fixed by the
+#                              kernel; /proc/1/ns/net may not be readable, e.g. in a VM's init)
 DAEMONLESS = ("static", "ecmp")  # protocols whose nodes get no interface netrig did not make
 
 
@@ -202,7 +204,7 @@ def _inherited(plan: LabPlan) -> dict[str, str]:
     conf/all, conf/default and ip_forward (also IPv6's with net.core.devconf_inherit_init_net
     1), read from here when this process is in the host's initial namespace."""
     try:
-        if os.stat("/proc/self/ns/net").st_ino != os.stat("/proc/1/ns/net").st_ino:
+        if os.stat("/proc/self/ns/net").st_ino != INIT_NET_INODE:
             return {}
         mode = netns.read_sysctl("net.core.devconf_inherit_init_net")
     except OSError:
