@@ -63,12 +63,13 @@ class CheckResult:
 
 
 def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
-    """The check `up` runs: `all` pings every promised pair; `auto` and `sample` prove
-    every promised pair from the FIBs where that is complete (see fibcheck.eligible),
-    else `auto` pings all pairs up to AUTO_ALL_PAIRS_MAX nodes and `sample` a sample."""
+    """The check `up` runs: `all` pings every promised pair; where the FIBs decide alone
+    (see fibcheck.eligible) `auto` proves every promised pair from them and `sample` every
+    node's pairs toward SAMPLE_DESTINATIONS destinations per family; elsewhere `auto`
+    pings all pairs up to AUTO_ALL_PAIRS_MAX nodes and `sample` a sample."""
 
     if mode in ("auto", "sample") and fibcheck.eligible(plan) and len(plan.nodes) > 1:
-        return prove(plan, timeout)
+        return prove(plan, timeout, SAMPLE_DESTINATIONS if mode == "sample" else None)
     pairs = check_pairs(plan, mode)
     result = ping_pairs(plan, pairs, timeout)
     result.echoes = len(pairs)
@@ -97,9 +98,13 @@ def read_kernels(plan: LabPlan) -> dict[str, fibcheck.Kernel]:
     return kernels
 
 
-def prove(plan: LabPlan, timeout: float) -> CheckResult:
+SAMPLE_DESTINATIONS = 256  # per family: `check: sample` walks every node's FIB path to these
+
+
+def prove(plan: LabPlan, timeout: float, destinations: int | None = None) -> CheckResult:
     """Every link and a sample of pairs pinged (which also waits for carriers), then every
-    promised pair walked through the FIBs the kernels hold."""
+    promised pair walked through the FIBs the kernels hold (with `destinations`: every
+    node's pairs toward that many destinations per family)."""
 
     start = time.perf_counter()
     hosts = [n.name for n in plan.nodes.values()]
@@ -110,7 +115,7 @@ def prove(plan: LabPlan, timeout: float) -> CheckResult:
     # the walk is Python and numpy, the echoes mostly the kernel's work: on two cores the
     # walk goes to a forked child while this process pings
     def walk() -> fibcheck.Proof:
-        return fibcheck.prove(plan, kernels, promised)
+        return fibcheck.prove(plan, kernels, promised, destinations)
 
     walking = forked.start(walk) if len(hosts) >= FORK_WALK_FROM else None
     try:

@@ -276,3 +276,23 @@ def test_a_forked_child_reads_half_the_kernels_and_the_walk_runs_in_another(make
         one_process = check.verify(lab.plan, "auto", 0.5)
     assert not forked_check.ok and forked_check.failed == one_process.failed
     assert forked_check.reasons == one_process.reasons
+
+
+@requires_root
+def test_check_sample_walks_toward_a_sample_of_destinations(make_lab, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`check: sample` walks every node's FIB path toward SAMPLE_DESTINATIONS destinations
+    per family; what it finds broken there, the full walk finds too."""
+    lab = make_lab({"topology": {"kind": "grid", "rows": 4, "cols": 4}}, check=False)
+    monkeypatch.setattr(check, "SAMPLE_DESTINATIONS", 3)
+    full = check.verify(lab.plan, "auto", 1.0)
+    sampled = check.verify(lab.plan, "sample", 1.0)
+    assert full.ok and sampled.ok and full.method == sampled.method == "fib"
+    assert 0 < sampled.pairs < full.pairs
+    kernels = fibcheck.read_kernels(lab.plan)
+    kernels["n6"].routes[4].clear()  # as if n6 had lost every IPv4 route
+    every = fibcheck.prove(lab.plan, kernels)
+    some = fibcheck.prove(lab.plan, kernels, destinations=3)
+    assert every.failed  # pairs from, to and through n6
+    assert some.failed and set(some.failed) <= set(every.failed) and some.pairs < every.pairs
+    all_of_them = fibcheck.prove(lab.plan, kernels, destinations=10**6)
+    assert (all_of_them.pairs, all_of_them.failed) == (every.pairs, every.failed)
