@@ -50,6 +50,14 @@ class Pending(Generic[T]):
             raise ChildFailed(f"process {self.pid}: {value}")
         return value  # type: ignore[no-any-return]
 
+    def result_or(self, here: Callable[[], T]) -> T:
+        """The child's value; if the child failed (an error, a kill, no memory), `here()`
+        computes it in this process instead, and raises what it raises."""
+        try:
+            return self.result()
+        except ChildFailed:
+            return here()
+
     def cancel(self) -> None:
         if self._read_fd is None:
             return

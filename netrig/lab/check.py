@@ -83,16 +83,16 @@ def read_kernels(plan: LabPlan) -> dict[str, fibcheck.Kernel]:
     """fibcheck.read_kernels, half of the nodes read by a forked child (reading is
     Python's work as much as the kernel's: two threads only contended for the GIL)."""
     names = list(plan.nodes)
-    child = (
-        forked.start(lambda: fibcheck.read_kernels(plan, only=names[1::2]))
-        if len(names) >= FORK_WALK_FROM
-        else None
-    )
+
+    def theirs() -> dict[str, fibcheck.Kernel]:
+        return fibcheck.read_kernels(plan, only=names[1::2])
+
+    child = forked.start(theirs) if len(names) >= FORK_WALK_FROM else None
     if child is None:
         return fibcheck.read_kernels(plan)
     try:
         kernels = fibcheck.read_kernels(plan, only=names[0::2])
-        kernels.update(child.result())
+        kernels.update(child.result_or(theirs))
     finally:
         child.cancel()  # a no-op once its result was taken
     return kernels
@@ -120,7 +120,7 @@ def prove(plan: LabPlan, timeout: float, destinations: int | None = None) -> Che
     walking = forked.start(walk) if len(hosts) >= FORK_WALK_FROM else None
     try:
         pinged = ping_pairs(plan, echoes, timeout)
-        proof = walking.result() if walking else walk()
+        proof = walking.result_or(walk) if walking else walk()
     finally:
         if walking:
             walking.cancel()  # a no-op once its result was taken

@@ -307,8 +307,8 @@ def in_processes(
 ) -> dict[str, list[RoutePlan]]:
     """work(share) for each share of the sources in a forked child (it inherits the graph
     and distances as they are), the last share here; the children's routes come back as plain
-    tuples. A child that fails fails the planning; where other threads run (no fork), every
-    share is planned here."""
+    tuples. A child that fails (or could not be forked: other threads run) has its share
+    planned here."""
 
     def plain(share: list[int]) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
         return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in work(share).items()}
@@ -320,7 +320,7 @@ def in_processes(
             if child is None:  # other threads run here: no fork, this process plans it
                 routes.update(work(share))
                 continue
-            for name, planned in child.result().items():
+            for name, planned in child.result_or(lambda share=share: plain(share)).items():
                 routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
     finally:
         for _share, child in children:

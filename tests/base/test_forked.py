@@ -46,3 +46,13 @@ def test_no_fork_while_other_threads_run() -> None:
     finally:
         stop.set()
         other.join()
+
+
+def test_what_a_failed_child_did_not_return_is_computed_here() -> None:
+    parent = os.getpid()
+    pending = forked.start(lambda: os._exit(3))  # as if the kernel had killed it
+    assert pending is not None
+    assert pending.result_or(os.getpid) == parent
+    pending = forked.start(lambda: 6 * 7)
+    assert pending is not None
+    assert pending.result_or(lambda: -1) == 42
