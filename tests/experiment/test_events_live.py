@@ -97,9 +97,10 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
         (run,) = store.runs(store.experiments()[0].id)
         whole = summary(store, run.id, "events")[None]
     assert whole["recovered"] == 1, whole
-    # babel reroutes the other way round (4 hops), often before a 10 ms probe notices:
-    # 0 is a measured value here, bounded by the protocol's expected time
-    assert 0 <= whole["outage"] < 4.0, whole
+    # babel reroutes the other way round (4 hops): ~1 s when babeld acts on the carrier
+    # loss, ~4 s when it waits out the lost neighbour's hellos (4.1 s seen in CI on 26 Nov);
+    # 0 is a measured value too. Never rerouting would lose the remaining 5 s of probes.
+    assert 0 <= whole["outage"] < 4.5, whole
     assert whole["packets_lost"] == round(whole["outage"] / 0.01), whole
     assert namespaces_of(lab_name) == []
 
