@@ -36,6 +36,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from netrig.lab import netns
+
 # The two by-hand references, verbatim copies of the project's shared/reference/ (so a
 # fresh clone, as CI makes, has them); NETRIG_REFERENCE points at another copy.
 REFERENCE = os.environ.get(
@@ -96,7 +98,7 @@ def wait_freed(before: int | None, timeout: float = 120.0) -> None:
         time.sleep(0.05)
     fast = 0
     while fast < 2 and time.monotonic() < deadline:
-        fast = fast + 1 if probe_name() < NAME_FAST else 0
+        fast = fast + 1 if netns.name_cost() < NAME_FAST else 0
         time.sleep(0.5)
 
 
@@ -105,19 +107,6 @@ PROBE_FAST = 0.005  # s: a new namespace on an idle kernel takes ~0.5 ms
 # ext4 passes over inodes freed in the last 5-10 s when it allocates one: just after a lab
 # of 1000 was deleted, a name took 0.9 ms (40 µs settled), for every way alike
 NAME_FAST = 0.0001
-
-
-def probe_name() -> float:
-    """Median seconds to create (and remove) a file in /run/netns now, as naming a
-    namespace does."""
-    took = []
-    for i in range(5):
-        path = f"/run/netns/.setup-speed-{os.getpid()}-{i}"
-        start = time.perf_counter()
-        os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
-        took.append(time.perf_counter() - start)
-        os.unlink(path)
-    return sorted(took)[2]
 
 
 def probe_namespace() -> float:

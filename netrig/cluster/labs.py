@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from netrig.cluster import parts, placement
+from netrig.cluster import nodeops, parts, placement
 from netrig.cluster.host import FACTS_KEY, RESOURCE
 from netrig.cluster.sweep import connect, hosts_of
 from netrig.lab.build import BadInput, LabError
@@ -217,7 +217,7 @@ def _wait_for(plan: LabPlan) -> float:
 
 def _down(client: Any, address_of: dict[str, str], name: str) -> list[tuple[str, int]]:
     """Every host of ADDRESS_OF removes its part of lab NAME: (host, namespaces removed)."""
-    futures = [_pinned(client, parts.down_part, addr, name) for addr in address_of.values()]
+    futures = [_pinned(client, nodeops.down_part, addr, name) for addr in address_of.values()]
     return [_result(f) for f in futures]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from netrig.cluster import parts
 from netrig.lab import procs
 from netrig.lab.build import LabError
+from netrig.lab.teardown import teardown
 
 
 @dataclass
@@ -132,6 +133,25 @@ def forget_lab(name: str) -> None:
         if started is not None and f"/{name}/" in started.out:
             procs.end_process(started.proc, grace=0.5)
             _forget(handle)
+
+
+def down_part(name: str) -> tuple[str, int]:
+    """Dask task on every host: remove this host's part of lab NAME (namespaces removed),
+    the processes its measurements started here first."""
+    from netrig.cluster.tasks import _lab_thread
+
+    def work() -> tuple[str, int]:
+        forget_lab(name)  # processes of its measurements: the teardown ends them
+        config = parts.current()
+        ledger = config.ledger()
+        try:
+            if name not in ledger.all_lab_names():
+                return config.name, 0
+            return config.name, teardown(ledger, name).namespaces
+        finally:
+            ledger.close()
+
+    return _lab_thread().call(work)
 
 
 def apply_event(name: str, kind: str, target: tuple[str, ...], rate: int | None) -> str | None:

@@ -33,7 +33,6 @@ from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError, ipv4_forwarding, route_requests
 from netrig.lab.ledger import Ledger, save_json
-from netrig.lab.teardown import teardown
 from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.rig import Lab
 
@@ -284,26 +283,6 @@ def _configure(node: NodePlan, part: LabPart, name: str) -> None:
 
 
 # ------------------------------------------------------------------ acting on a spread lab
-
-
-def down_part(name: str) -> tuple[str, int]:
-    """Dask task on every host: remove this host's part of lab NAME (namespaces removed)."""
-    from netrig.cluster.tasks import _lab_thread
-
-    def work() -> tuple[str, int]:
-        from netrig.cluster import nodeops
-
-        nodeops.forget_lab(name)  # processes of its measurements: the teardown ends them
-        config = current()
-        ledger = config.ledger()
-        try:
-            if name not in ledger.all_lab_names():
-                return config.name, 0
-            return config.name, teardown(ledger, name).namespaces
-        finally:
-            ledger.close()
-
-    return _lab_thread().call(work)
 
 
 @contextlib.contextmanager

@@ -475,14 +475,7 @@ def _netns_names(ns: Scratch) -> Outcome:
     namespace itself. The verdict goes by the filesystem; the detail has a measurement."""
     netns.prepare_run_dir()
     kind = _fs_type(netns.NETNS_RUN_DIR)
-    times = []
-    for i in range(8):
-        path = os.path.join(netns.NETNS_RUN_DIR, f".netrig-probe-{os.getpid()}-{i}")
-        start = time.perf_counter()
-        os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
-        times.append(time.perf_counter() - start)
-        os.unlink(path)
-    cost = sorted(times)[len(times) // 2] * 1e6
+    cost = netns.name_cost(8) * 1e6
     detail = f"{netns.NETNS_RUN_DIR} is on {kind}: a name cost {cost:.0f} µs now"
     return present(detail) if kind in IN_MEMORY else missing(detail)
 

@@ -352,7 +352,11 @@ class Check(Strict):
 
     reachability: Literal["auto", "all", "sample", "none"] = Field(
         "auto",
-        description="ping checks: all pairs, a sample per node, none; auto = all up to 128 nodes",
+        description=(
+            "auto: every pair (proven from the FIBs in a static/ecmp lab of hosts, else "
+            "pinged up to 128 nodes); sample: every node toward 256 destinations per family "
+            "there, 8 pinged targets per node elsewhere; all: every pair pinged; none"
+        ),
     )
     timeout: Seconds = 10.0
 

@@ -47,6 +47,24 @@ def port_address(gw_node: NodePlan, net: NetworkPlan, version: int) -> str | Non
     return None
 
 
+Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
+
+
+def gateways_of(
+    name: str, links: list[tuple[int, int]], nets: list[NetworkPlan], h_index: dict[str, int]
+) -> list[Gateway]:
+    """Host NAME's neighbours as next hops: every other member of each network it is on
+    (links: its (network k, cost) pairs), with its own port there and twice the cost."""
+    out: list[Gateway] = []
+    for k, cost in links:
+        net = nets[k]
+        port = next(p for n, p in net.members if n == name)
+        for member, _ in net.members:
+            if member != name:
+                out.append((h_index[member], net, port, 2 * cost))
+    return out
+
+
 def dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
     """Distances from s to every vertex (math.inf: unreachable) on integer weights."""
     best: dict[int, int] = {s: 0}

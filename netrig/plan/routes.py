@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from collections import defaultdict
 
 import numpy as np
 
 from netrig.plan import csgraph
-from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.model import LabPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
     choice_values,
     destination_prefixes,
     dijkstra,
+    gateways_of,
     in_processes,
     merge_runs,
     pool_ranges,
@@ -61,22 +61,12 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         routes: dict[str, list[RoutePlan]] = {}
         for chunk in chunks:
             sources = list(range(chunk, min(chunk + size, n_h)))
-            gateways_of: dict[int, list[Gateway]] = {}
-            for s in sources:
-                name = hosts[s]
-                gateways: list[Gateway] = []
-                for k, cost in adjacency[s]:
-                    net = nets[k]
-                    port = next(p for n, p in net.members if n == name)
-                    for member, _ in net.members:
-                        if member != name:
-                            gateways.append((h_index[member], net, port, 2 * cost))
-                gateways_of[s] = gateways
-            needed = sorted({*sources, *(v for g in gateways_of.values() for v, _, _, _ in g)})
+            neighbours = {s: gateways_of(hosts[s], adjacency[s], nets, h_index) for s in sources}
+            needed = sorted({*sources, *(v for g in neighbours.values() for v, _, _, _ in g)})
             dist = rows_of(needed)
             row = {v: i for i, v in enumerate(needed)}
             for s in sources:
-                name, gateways = hosts[s], gateways_of[s]
+                name, gateways = hosts[s], neighbours[s]
                 if not gateways:
                     routes[name] = []
                     continue
@@ -91,10 +81,9 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
                 )
         return routes
 
-    # forking is safe only where no other thread may hold a lock the child would need
-    # (`netrig up` plans before its build threads; an API caller or a worker may have some)
+    # in_processes plans every share here where forking is not safe (other threads run)
     cpus = os.cpu_count() or 1
-    parallel = n_h >= PARALLEL_FROM_HOSTS and threading.active_count() == 1 and cpus > 1
+    parallel = n_h >= PARALLEL_FROM_HOSTS and cpus > 1
     size = min(DIST_CHUNK, -(-n_h // cpus)) if parallel else DIST_CHUNK  # a chunk per core
     chunks = list(range(0, n_h, size))
     workers = min(len(chunks), cpus) if parallel else 1
@@ -108,7 +97,6 @@ PARALLEL_FROM_HOSTS = 200  # hosts: from here forked children plan shares of the
 
 
 DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)
-Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
 
 
 def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:

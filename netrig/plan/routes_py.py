@@ -18,12 +18,14 @@ import math
 import os
 from ipaddress import ip_address
 
-from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.model import LabPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
+    Gateway,
     choice_values,
     destination_prefixes,
     dijkstra,
+    gateways_of,
     in_processes,
     pool_ranges,
     port_address,
@@ -34,7 +36,6 @@ PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
 EXACT_BELOW = 10**5  # integer distances below this: isclose(a, b) is a == b
 
-Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -69,13 +70,7 @@ def python_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
         routes: dict[str, list[RoutePlan]] = {}
         for s in sources:
             name = hosts[s]
-            gateways: list[Gateway] = []
-            for k, cost in adjacency.get(s, []):
-                net = nets[k]
-                port = next(p for n, p in net.members if n == name)
-                for member, _ in net.members:
-                    if member != name:
-                        gateways.append((h_index[member], net, port, 2 * cost))
+            gateways = gateways_of(name, adjacency.get(s, []), nets, h_index)
             if not gateways:
                 routes[name] = []
                 continue
