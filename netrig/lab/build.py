@@ -185,7 +185,8 @@ def ipv4_forwarding(plan: LabPlan) -> bool | None:
 def namespace_sysctls(plan: LabPlan) -> list[tuple[str, str]]:
     """The sysctls each new namespace needs written. The first write under a family's
     /proc/sys/net directory in a new namespace costs ~0.1 ms, growing with the number of
-    namespaces (its lookup compares the namespaces' directory entries one by one): so
+    namespaces (its lookup compares the namespaces' directory entries one by one; see
+    netns.SysctlWriter, which keeps that short for the writes that remain): so
     nothing is written that the namespace starts with (IPv4's conf/all and conf/default
     come from the host's), and in a lab whose nodes run no daemon IPv4 forwarding is
     switched on per interface as each comes up, not by `ip_forward` (which then reads 0
@@ -227,6 +228,7 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
 
     def work(share: list[NodePlan], cancel: threading.Event) -> None:
         ledger = Ledger(state_dir)  # the thread's own connection
+        writer = netns.SysctlWriter()
         made: dict[str, int] = {}
         last = time.monotonic()
         try:
@@ -235,9 +237,10 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
                     raise KeyboardInterrupt
                 netns.create_here(node.ns)
                 made[node.ns] = netns.ns_inode(node.ns) or 0
+                writer.new_namespace()
                 for key, value in sysctls:
                     try:
-                        netns.write_sysctl(key, value)
+                        writer.write(key, value)
                     except FileNotFoundError:
                         if "ipv6" not in key:  # IPv6 may be disabled on the host
                             raise
@@ -245,6 +248,7 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
                     ledger.created_netns(made)
                     made, last = {}, time.monotonic()
         finally:
+            writer.close()
             if made:
                 ledger.created_netns(made)
             ledger.close()

