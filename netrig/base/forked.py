@@ -8,7 +8,8 @@ The child inherits everything as it is (no pickling of inputs), returns its valu
 through a pipe and leaves by os._exit (no atexit handlers, no flushing of the parent's
 buffers). Forking is only safe where no other thread may hold a lock the child would need,
 so `start` refuses (None) while this process has other threads. A child that fails fails
-the result; `cancel` ends it (SIGKILL, by its PID) and reaps it.
+the result; `cancel` ends it (SIGKILL, by its PID) and reaps it; it dies with this process
+(PR_SET_PDEATHSIG), so even kill -9 of this one leaves no child computing.
 """
 
 from __future__ import annotations
@@ -87,11 +88,13 @@ def start(work: Callable[[], T]) -> Pending[T] | None:
     if threading.active_count() != 1:
         return None
     read, write = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: compute, write, leave without the parent's clean-ups
         code = 1
         try:
             os.close(read)
+            _die_with(parent)
             gc.disable()  # collection would copy pages shared with the parent, for nothing
             try:
                 reply: tuple[bool, object] = (True, work())
@@ -104,3 +107,16 @@ def start(work: Callable[[], T]) -> Pending[T] | None:
             os._exit(code)
     os.close(write)
     return Pending(pid, read)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """The kernel ends this child when its parent dies (kill -9 included), so it never
+    computes on for nobody; gone already: leave now."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)

@@ -68,7 +68,7 @@ def up(
         require_root("up")
     from netrig.experiment.interrupt import StopSignal
 
-    lab = _lab_of(file, name, topo)
+    lab = _lab_of(file, name, topo, up_next=not cluster)
 
     def progress(msg: str) -> None:
         if not quiet:
@@ -150,12 +150,15 @@ def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
     )
 
 
-def _lab_of(file: str, name: str | None = None, topo: str | None = None) -> Lab:
+def _lab_of(
+    file: str, name: str | None = None, topo: str | None = None, up_next: bool = False
+) -> Lab:
     """A lab file's lab, or the lab of an experiment file's first sweep point."""
     from netrig.rig import Lab, prepare
 
     if not prepare.is_experiment_file(file):
-        return Lab.from_file(file, name, topo)  # a file that does not parse is reported here
+        # a file that does not parse is reported here
+        return Lab.from_file(file, name, topo, up_next=up_next)
     point = prepare.load_experiment(file, name=name).points[0]
     if point.values:
         err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")

@@ -94,6 +94,9 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     t.links = time.perf_counter() - mark
     say("configuring addresses and routes")
     mark = time.perf_counter()
+    plan.finish_routes()  # planned meanwhile in a forked child, if the plan says so
+    t.extra["waited for routes"] = time.perf_counter() - mark
+    mark = time.perf_counter()
     t.messages, t.routes = _configure(nodes, ipv4_forwarding(plan))
     t.config = time.perf_counter() - mark
     mark = time.perf_counter()

@@ -12,7 +12,9 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
+from typing import Any
 
+from netrig.base import forked
 from netrig.model.load import GraphLink, LabGraph, Problem, SpecError
 from netrig.plan.firewall import resolve as resolve_firewalls
 from netrig.plan.model import (
@@ -23,6 +25,7 @@ from netrig.plan.model import (
     NetworkPlan,
     NodePlan,
     OvsPlan,
+    RoutePlan,
 )
 from netrig.plan.services import plan_services
 
@@ -65,7 +68,10 @@ class _Pool:
         return start
 
 
-def build_plan(graph: LabGraph) -> LabPlan:
+def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
+    """The plan of a lab. defer_routes: a protocol that plans routes (static, ecmp) plans
+    them in a forked child, which `plan.finish_routes()` waits for (`netrig up` builds the
+    namespaces and links meanwhile: a 10,000-node grid's 20 s of planning overlap them)."""
     spec = graph.spec
     proto = graph.protocol
     lab = spec.name
@@ -154,10 +160,31 @@ def build_plan(graph: LabGraph) -> LabPlan:
         private_run=proto.private_run,
         pools=[str(p) for p in (spec.addressing.ipv4, spec.addressing.ipv6) if p is not None],
     )
-    for name, routes in proto.routes(plan).items():
-        plan.nodes[name].routes = routes
+    if not (defer_routes and proto.plans_routes() and _routes_in_child(plan, proto)):
+        for name, routes in proto.routes(plan).items():
+            plan.nodes[name].routes = routes
     plan_services(graph, plan)  # after addresses: backends and VIPs are checked against them
     return plan
+
+
+def _routes_in_child(plan: LabPlan, proto: Any) -> bool:
+    """Start planning the routes in a forked child (False: forking is not safe here). The
+    child plans from the plan as it is now; what build_plan adds after (services) does not
+    change routes. A child that fails has its work done here when the routes are asked for."""
+
+    def plain() -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
+        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in proto.routes(plan).items()}
+
+    pending = forked.start(plain)
+    if pending is None:
+        return False
+
+    def finish() -> dict[str, list[RoutePlan]]:
+        planned = pending.result_or(plain)
+        return {name: [RoutePlan(dst, hops) for dst, hops in rs] for name, rs in planned.items()}
+
+    plan.routes_later(finish, pending.cancel)
+    return True
 
 
 def _node_programs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:

@@ -7,6 +7,7 @@ so `exec`, `trace` and `down` work without the original file.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from functools import cache
 from typing import Any
@@ -169,10 +170,33 @@ class LabPlan:
         return [n for n in self.nodes.values() if n.kind == "host"]
 
     def route_count(self) -> int:
+        self.finish_routes()
         return sum(len(n.routes) for n in self.nodes.values())
+
+    # Routes may still be being planned in a forked child while the lab is built (`netrig
+    # up`: netrig.plan.lab.build_plan(defer_routes=True)); the build waits for them only
+    # before it installs them. Held outside the dataclass fields: not data, not serialised.
+    def routes_later(
+        self, finish: Callable[[], dict[str, list[RoutePlan]]], cancel: Callable[[], None]
+    ) -> None:
+        self.__dict__["_routes_later"] = (finish, cancel)
+
+    def finish_routes(self) -> None:
+        """Every node's routes in place (waits for the child planning them, if any)."""
+        later = self.__dict__.pop("_routes_later", None)
+        if later is not None:
+            for name, routes in later[0]().items():
+                self.nodes[name].routes = routes
+
+    def cancel_routes(self) -> None:
+        """Give up routes still being planned (their child is ended); none are installed."""
+        later = self.__dict__.pop("_routes_later", None)
+        if later is not None:
+            later[1]()
 
     def to_dict(self, with_routes: bool = True) -> dict[str, Any]:
         """The plan as JSON-ready data; `from_dict` reads it back equal (lossless)."""
+        self.finish_routes()
         if with_routes:
             return asdict(self)
         # the routes left out before asdict copies them (most of a big static lab's plan)
@@ -183,6 +207,8 @@ class LabPlan:
     def to_json(self, with_routes: bool = False) -> str:
         """The same text as json.dumps(self.to_dict(with_routes)), several times faster:
         the encoder asks for each dataclass's fields instead of asdict copying them all."""
+        if with_routes:
+            self.finish_routes()
 
         def plain(obj: Any) -> dict[str, Any]:
             if not is_dataclass(obj) or isinstance(obj, type):

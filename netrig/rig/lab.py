@@ -44,9 +44,14 @@ class Lab(LabRuntime):
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def from_file(cls, path: str, name: str | None = None, topo: str | None = None) -> Lab:
-        """A lab file (netrig, containerlab or Mininet), as lab NAME if given."""
-        plan = plan_file(path, name, topo)
+    def from_file(
+        cls, path: str, name: str | None = None, topo: str | None = None, up_next: bool = False
+    ) -> Lab:
+        """A lab file (netrig, containerlab or Mininet), as lab NAME if given. up_next: `up`
+        follows at once, so static routes are planned in a forked child meanwhile (`up`
+        waits for them before installing them; if it is not called, call
+        `lab.plan.cancel_routes()`)."""
+        plan = plan_file(path, name, topo, defer_routes=up_next)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
@@ -61,7 +66,11 @@ class Lab(LabRuntime):
         self, *, check_reachability: bool = True, progress: Progress | None = None
     ) -> BuildTimings:
         say = progress or (lambda _m: None)
-        preflight(self.plan, self.ledger)
+        try:
+            preflight(self.plan, self.ledger)
+        except BaseException:
+            self.plan.cancel_routes()
+            raise
         self.ledger.begin_lab(self.name, len(self.plan.nodes), self.plan.source_file)
         self._owner = True
         try:
@@ -84,6 +93,7 @@ class Lab(LabRuntime):
 
                 programs.start(self, say)
         except BaseException:
+            self.plan.cancel_routes()
             self.down()
             raise
         self.ledger.set_lab_state(self.name, "up")

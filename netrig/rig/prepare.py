@@ -88,18 +88,25 @@ def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
     return model_load.from_spec(spec, catalog())
 
 
-def plan_lab(graph: LabGraph) -> LabPlan:
-    """The plan of a lab, its host needs checked (SpecError at file:line otherwise)."""
-    plan = build_plan(graph)
-    problems = host_problems(graph, plan)
+def plan_lab(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
+    """The plan of a lab, its host needs checked (SpecError at file:line otherwise).
+    defer_routes: see netrig.plan.lab.build_plan (the caller finishes or cancels them)."""
+    plan = build_plan(graph, defer_routes)
+    try:
+        problems = host_problems(graph, plan)
+    except BaseException:
+        plan.cancel_routes()
+        raise
     if problems:
+        plan.cancel_routes()
         raise SpecError(problems)
     return plan
 
 
-def plan_file(path: str, name: str | None = None, topo: str | None = None) -> LabPlan:
-    plan = plan_lab(load_file(path, name, topo))
-    return plan
+def plan_file(
+    path: str, name: str | None = None, topo: str | None = None, defer_routes: bool = False
+) -> LabPlan:
+    return plan_lab(load_file(path, name, topo), defer_routes)
 
 
 def is_experiment_file(path: str) -> bool:

@@ -53,6 +53,11 @@ class RoutingProtocol(Plugin[OptionsT]):
         return {}
 
     @classmethod
+    def plans_routes(cls) -> bool:
+        """True for a protocol whose routes() computes routes (worth a core of its own)."""
+        return cls.routes is not RoutingProtocol.routes
+
+    @classmethod
     def runs_daemons(cls) -> bool:
         """True for a protocol whose start() runs something (static routes are in at build)."""
         return cls.start is not RoutingProtocol.start
