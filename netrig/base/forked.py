@@ -42,6 +42,10 @@ class Pending(Generic[T]):
         try:
             with os.fdopen(self._take_fd(), "rb") as inp:
                 data = inp.read()
+        except BaseException:  # e.g. Ctrl-C while waiting: the child is not waited for
+            with suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            raise
         finally:
             status = self._reap()
         if not data:

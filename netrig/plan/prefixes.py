@@ -86,6 +86,8 @@ def dijkstra(adj: list[list[tuple[int, int]]], s: int, n_v: int) -> list[float]:
 
 # ------------------------------------------------------------------ overlapping prefixes
 
+EXACT_BELOW = 10**5  # integer distances below this: numpy.isclose(a, b) is a == b
+
 ANY = -1  # an allowed set: any next hop, or none (the node's own and connected addresses,
 #           unused space inside the lab's pools): every bit set
 UNROUTED = 0  # an allowed set: no route may cover it (unreachable, or outside the pools)

@@ -21,6 +21,7 @@ from ipaddress import ip_address
 from netrig.plan.model import LabPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
+    EXACT_BELOW,
     Gateway,
     choice_values,
     destination_prefixes,
@@ -34,7 +35,6 @@ from netrig.plan.prefixes import (
 
 PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
-EXACT_BELOW = 10**5  # integer distances below this: isclose(a, b) is a == b
 
 
 

@@ -56,3 +56,24 @@ def test_what_a_failed_child_did_not_return_is_computed_here() -> None:
     pending = forked.start(lambda: 6 * 7)
     assert pending is not None
     assert pending.result_or(lambda: -1) == 42
+
+
+def test_interrupted_while_waiting_the_child_is_ended_not_waited_for() -> None:
+    """Ctrl-C (or SIGTERM made an exception) while result() waits: the child is killed
+    and reaped at once, not computed to its end."""
+    import signal
+
+    pending = forked.start(lambda: time.sleep(60))
+    assert pending is not None
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            pending.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 5
+    with pytest.raises(ProcessLookupError):
+        os.kill(pending.pid, 0)
