@@ -34,6 +34,15 @@ def requires_tool(tool: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(shutil.which(tool) is None, reason=f"{tool} is not installed")
 
 
+def running(pid: int) -> bool:
+    """True while pid runs (a zombie does not: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def new_lab_name(prefix: str = "t") -> str:
     """Unique per test and per run, short enough for namespace names."""
     name = f"{prefix}{RUN_TAG}{len(_names):03d}"

@@ -200,9 +200,11 @@ class LabPlan:
         if with_routes:
             return asdict(self)
         # the routes left out before asdict copies them (most of a big static lab's plan)
-        return asdict(replace(self, nodes={
-            name: replace(node, routes=[]) for name, node in self.nodes.items()
-        }))
+        return asdict(
+            replace(
+                self, nodes={name: replace(node, routes=[]) for name, node in self.nodes.items()}
+            )
+        )
 
     def to_json(self, with_routes: bool = False) -> str:
         """The same text as json.dumps(self.to_dict(with_routes)), several times faster:

@@ -22,7 +22,7 @@ import pytest
 
 from netrig.cluster import local as sim
 from netrig.lab import netns
-from tests.conftest import RUN_TAG, netrig_cli, new_lab_name, requires_root, requires_tool
+from tests.conftest import RUN_TAG, netrig_cli, new_lab_name, requires_root, requires_tool, running
 
 pytestmark = [requires_root, requires_tool("iperf3"), pytest.mark.root, pytest.mark.slow]
 
@@ -45,7 +45,7 @@ def cluster() -> Iterator[str]:
         assert down.returncode == 0, down.stderr
         left = [ns for ns in netns.list_names() if ns.startswith((f"nrc-{CLUSTER}-", CLUSTER))]
         assert left == [], f"left behind: {left}"
-        alive = [pid for pid in pids if pid and _running(pid)]
+        alive = [pid for pid in pids if pid and running(pid)]
         assert alive == [], f"processes left: {alive}"
         assert not os.path.exists(state.root)
 
@@ -58,14 +58,6 @@ def _scheduler_pid() -> list[int | None]:
         return [o.pid for o in ledger.objects(CLUSTER, "process") if o.name == "scheduler"]
     finally:
         ledger.close()
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _experiment(tmp_path: Path, repeat: int, duration: int = 1) -> tuple[Path, str]:

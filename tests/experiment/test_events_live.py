@@ -86,7 +86,7 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
         topology: {{kind: ring, nodes: 6}}
         routing: {{protocol: babel, hello_interval: 1}}
         measure:
-          - ping: {{src: n1, dst: n3, count: 600, interval: 10ms, per_probe: true}}
+          - ping: {{src: n1, dst: n3, count: 1000, interval: 10ms, per_probe: true}}
         events: ["link n2-n3 down @ 1s"]
         """,
     )
@@ -98,9 +98,9 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
         whole = summary(store, run.id, "events")[None]
     assert whole["recovered"] == 1, whole
     # babel reroutes the other way round (4 hops): ~1 s when babeld acts on the carrier
-    # loss, ~4 s when it waits out the lost neighbour's hellos (4.1 s seen in CI on 26 Nov);
-    # 0 is a measured value too. Never rerouting would lose the remaining 5 s of probes.
-    assert 0 <= whole["outage"] < 4.5, whole
+    # loss, ~4-5 s when it waits out the lost neighbour's hellos (4.1 and 4.96 s seen in CI
+    # on 26 Nov); 0 is a measured value too. Never rerouting would lose the remaining 9 s.
+    assert 0 <= whole["outage"] < 6.5, whole
     assert whole["packets_lost"] == round(whole["outage"] / 0.01), whole
     assert namespaces_of(lab_name) == []
 

@@ -89,7 +89,9 @@ def test_which_sysctls_a_namespace_gets_written() -> None:
         assert key.startswith(("net.ipv4.", "net.ipv6.conf."))
         if key not in build.PER_INTERFACE:
             assert (key in static) == (str(wanted[key]) != value)
-    forwarding_off = plan_of("topology: {kind: chain, nodes: 2}\nsysctls: {net.ipv4.ip_forward: 0}\n")
+    forwarding_off = plan_of(
+        "topology: {kind: chain, nodes: 2}\nsysctls: {net.ipv4.ip_forward: 0}\n"
+    )
     assert build.ipv4_forwarding(forwarding_off) is False
     assert dict(build.namespace_sysctls(forwarding_off)).get("net.ipv4.ip_forward", "0") == "0"
 

@@ -12,26 +12,19 @@ import textwrap
 import time
 
 from netrig.rig.prepare import load_text, plan_lab
-from tests.conftest import requires_root
+from tests.conftest import requires_root, running
 
 
 def ring(nodes: int, protocol: str = "static") -> str:
-    return f"name: dr\ntopology: {{kind: ring, nodes: {nodes}}}\nrouting: {{protocol: {protocol}}}\n"
+    return (
+        f"name: dr\ntopology: {{kind: ring, nodes: {nodes}}}\nrouting: {{protocol: {protocol}}}\n"
+    )
 
 
 def child_of(plan) -> int:  # type: ignore[no-untyped-def]
     """The PID of the child planning the plan's routes."""
     _finish, cancel = plan.__dict__["_routes_later"]
     return cancel.__self__.pid  # type: ignore[no-any-return]
-
-
-def alive(pid: int) -> bool:
-    """True while pid runs (a zombie is not running: it was not reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_deferred_routes_are_the_routes_planned_at_once() -> None:
@@ -42,7 +35,7 @@ def test_deferred_routes_are_the_routes_planned_at_once() -> None:
         assert all(not n.routes for n in later.nodes.values())  # not yet: in the child
         later.finish_routes()
         assert "_routes_later" not in later.__dict__
-        assert not alive(pid)  # reaped
+        assert not running(pid)  # reaped
         assert later.to_dict() == at_once.to_dict()
         assert later.route_count() == at_once.route_count() > 0
 
@@ -62,9 +55,9 @@ def test_route_count_and_json_wait_for_the_child() -> None:
 def test_cancelled_routes_end_their_child() -> None:
     plan = plan_lab(load_text(ring(1000), "<test>"), defer_routes=True)
     pid = child_of(plan)
-    assert alive(pid)
+    assert running(pid)
     plan.cancel_routes()
-    assert not alive(pid)
+    assert not running(pid)
     assert plan.route_count() == 0  # given up: nothing is waited for any more
 
 
@@ -80,13 +73,13 @@ def test_the_child_dies_with_its_parent_killed() -> None:
     try:
         assert proc.stdout is not None
         pid = int(proc.stdout.readline())
-        assert alive(pid)
+        assert running(pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 0.5  # planning 4,000 nodes would take seconds
-        while alive(pid) and time.monotonic() < deadline:
+        while running(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not alive(pid)
+        assert not running(pid)
     finally:
         proc.kill()
         proc.wait()
@@ -107,4 +100,4 @@ def test_up_refused_before_building_ends_the_child(make_lab) -> None:  # type: i
         assert "already" in str(exc)
     else:
         raise AssertionError("a second lab of the same name was built")
-    assert not alive(pid)
+    assert not running(pid)

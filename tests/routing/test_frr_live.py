@@ -40,6 +40,14 @@ def spines_used(lab: Lab, src: str, dst: str) -> Counter[tuple[str, ...]]:
     return used
 
 
+def both_spines_installed(lab: Lab, leaf: str, dst: str) -> bool:
+    """Whether the leaf's kernel has its multipath route to dst over both spines. `up`
+    promises reachability, not every equal-cost path: under load (CI) the second path of a
+    reflected route came a moment after the check had passed."""
+    out = lab.exec(leaf, ["ip", "route", "show", lab.addr(dst)], capture_output=True).stdout
+    return out.count("nexthop via") == 2
+
+
 def vtysh(lab: Lab, node: str, command: str) -> str:
     """vtysh by hand, as a user runs it: through `netrig exec`."""
     out = netrig_cli("exec", lab.name, node, "--", "vtysh", "-c", command, timeout=30)
@@ -52,6 +60,7 @@ def test_bgp_clos_converges_spreads_flows_over_both_spines_and_answers_vtysh(dae
     lab = daemon_lab({"topology": CLOS, "routing": {"protocol": "bgp", "asn": "per-tier"}})
     assert lab.check_result is not None and lab.check_result.ok  # every host pings every host
     assert lab.check_result.pairs == 10 * 9 * 2
+    assert wait_for(lambda: both_spines_installed(lab, "l1", "h4"), 10) is not None
     used = spines_used(lab, "h1", "h4")
     assert set(used) == {("s1",), ("s2",)} and min(used.values()) >= FLOWS // 5, used
     out = netrig_cli("trace", lab.name, "h1", "h4", "--count", str(FLOWS))
@@ -75,6 +84,7 @@ def test_ibgp_clos_reflects_through_the_spines_over_both_of_them(daemon_lab) -> 
     lab = daemon_lab({"topology": CLOS, "routing": {"protocol": "bgp", "ibgp": True}})
     assert lab.check_result is not None and lab.check_result.ok
     assert lab.check_result.pairs == 10 * 9 * 2
+    assert wait_for(lambda: both_spines_installed(lab, "l1", "h4"), 10) is not None
     used = spines_used(lab, "h1", "h4")
     assert set(used) == {("s1",), ("s2",)} and min(used.values()) >= FLOWS // 5, used
     # one AS: l1's three sessions (two spines, its host) are internal, with prefixes
