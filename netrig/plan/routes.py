@@ -130,7 +130,8 @@ def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
 def _distance_rows(  # type: ignore[no-untyped-def]
     n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets
 ):
-    """A function: host indexes → their distance rows to every vertex. Small labs compute
+    """A function: host indexes → their distance rows to every vertex (until its next
+    call, which may reuse the array). Small labs compute
     every row at once; large ones only the rows asked for (scipy's C Dijkstra), on the
     graph of hosts alone when no network is large (a 100x100 grid: 10^4 vertices instead
     of 3x10^4); a network's distance is then its nearest member's plus half its cost."""
@@ -158,17 +159,26 @@ def _distance_rows(  # type: ignore[no-untyped-def]
     for k, hosts in enumerate(members):
         by_size[len(hosts)].append(k)
 
+    # per size of network: its members (networks, size), its columns, its cost
+    groups = [
+        (np.array([members[k] for k in ks]), n_h + np.array(ks), cost[ks])
+        for ks in by_size.values()
+    ]
+    # one array for the rows, reused by every call (valid until the next one: the caller
+    # is done with a chunk's rows before it asks for the next): a new 0.1 GB array per
+    # chunk cost about as much in page faults as Dijkstra itself
+    held: list[np.ndarray] = []
+
     def some(which: list[int]) -> np.ndarray:
-        out = np.empty((len(which), n_v))
-        out[:, :n_h] = shortest_path(
-            host_graph, method="D", directed=False, indices=which
-        )
-        for size, ks in by_size.items():
-            idx = np.array([members[k] for k in ks])  # (networks, size)
+        if not held or held[0].shape[0] < len(which):
+            held[:] = [np.empty((len(which), n_v))]
+        out = held[0][: len(which)]
+        out[:, :n_h] = shortest_path(host_graph, method="D", directed=False, indices=which)
+        for idx, columns, extra in groups:
             near = out[:, idx[:, 0]]
-            for j in range(1, size):
+            for j in range(1, idx.shape[1]):
                 np.minimum(near, out[:, idx[:, j]], out=near)
-            out[:, n_h + np.array(ks)] = near + cost[ks]
+            out[:, columns] = near + extra
         return out
 
     return some
