@@ -196,8 +196,8 @@ class LabPlan:
 
     def to_dict(self, with_routes: bool = True) -> dict[str, Any]:
         """The plan as JSON-ready data; `from_dict` reads it back equal (lossless)."""
-        self.finish_routes()
         if with_routes:
+            self.finish_routes()
             return asdict(self)
         # the routes left out before asdict copies them (most of a big static lab's plan)
         return asdict(
