@@ -25,8 +25,8 @@ from netrig.plan.model import (
     NetworkPlan,
     NodePlan,
     OvsPlan,
-    RoutePlan,
 )
+from netrig.plan.prefixes import PlainRoutes, plain_routes, route_plans
 from netrig.plan.services import plan_services
 
 BASE_SYSCTLS = {
@@ -172,18 +172,13 @@ def _routes_in_child(plan: LabPlan, proto: Any) -> bool:
     child plans from the plan as it is now; what build_plan adds after (services) does not
     change routes. A child that fails has its work done here when the routes are asked for."""
 
-    def plain() -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
-        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in proto.routes(plan).items()}
+    def plain() -> PlainRoutes:
+        return plain_routes(proto.routes(plan))
 
     pending = forked.start(plain)
     if pending is None:
         return False
-
-    def finish() -> dict[str, list[RoutePlan]]:
-        planned = pending.result_or(plain)
-        return {name: [RoutePlan(dst, hops) for dst, hops in rs] for name, rs in planned.items()}
-
-    plan.routes_later(finish, pending.cancel)
+    plan.routes_later(lambda: route_plans(pending.result_or(plain)), pending.cancel)
     return True
 
 

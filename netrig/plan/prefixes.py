@@ -285,6 +285,8 @@ def choice_values(hitsets: list[int], multipath: bool) -> tuple[list[int], list[
     distinct = sorted(set(hitsets) - {0})
     index = {key: j for j, key in enumerate(distinct)}
     return [1 << index[h] if h else 0 for h in hitsets], distinct
+
+
 def network_edges(plan: LabPlan, hosts: list[str]) -> tuple[list[int], list[int]]:
     """The graph hop counts are taken on: vertex i < len(hosts) is hosts[i], vertex
     len(hosts) + k is plan.networks[k] (a link or a switched segment: one hop, two edges);
@@ -322,6 +324,19 @@ def hop_counts(plan: LabPlan, hosts: list[str]) -> list[list[float]]:
     return out
 
 
+PlainRoutes = dict[str, list[tuple[str, list[tuple[str, int]]]]]
+
+
+def plain_routes(routes: dict[str, list[RoutePlan]]) -> PlainRoutes:
+    """Routes as plain tuples: what a forked child sends back (pickled faster)."""
+    return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in routes.items()}
+
+
+def route_plans(plain: PlainRoutes) -> dict[str, list[RoutePlan]]:
+    """plain_routes read back."""
+    return {name: [RoutePlan(dst, hops) for dst, hops in rs] for name, rs in plain.items()}
+
+
 def in_processes(
     work: Callable[[list[int]], dict[str, list[RoutePlan]]], shares: list[list[int]]
 ) -> dict[str, list[RoutePlan]]:
@@ -330,8 +345,8 @@ def in_processes(
     tuples. A child that fails (or could not be forked: other threads run) has its share
     planned here."""
 
-    def plain(share: list[int]) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
-        return {name: [(r.dst, r.nexthops) for r in rs] for name, rs in work(share).items()}
+    def plain(share: list[int]) -> PlainRoutes:
+        return plain_routes(work(share))
 
     children = [(share, forked.start(lambda share=share: plain(share))) for share in shares[:-1]]
     try:
@@ -340,8 +355,7 @@ def in_processes(
             if child is None:  # other threads run here: no fork, this process plans it
                 routes.update(work(share))
                 continue
-            for name, planned in child.result_or(lambda share=share: plain(share)).items():
-                routes[name] = [RoutePlan(dst, hops) for dst, hops in planned]
+            routes.update(route_plans(child.result_or(lambda share=share: plain(share))))
     finally:
         for _share, child in children:
             if child:
