@@ -33,9 +33,13 @@ TABLE_ROWS = 24
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--no-check", is_flag=True, help="Skip the reachability check (ping between nodes).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary line.")
-@click.option("--cluster", metavar="tcp://HOST:PORT", help="Build the lab over the hosts of "
-              "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them; a node's "
-              "`host: NAME` puts it on that host).")
+@click.option(
+    "--cluster",
+    metavar="tcp://HOST:PORT",
+    help="Build the lab over the hosts of "
+    "this Dask scheduler (`placement: {hosts: N}` in FILE, else all of them; a node's "
+    "`host: NAME` puts it on that host).",
+)
 @click.option(
     "--name",
     metavar="NAME",
@@ -48,7 +52,11 @@ TABLE_ROWS = 24
 )
 @reports_errors
 def up(
-    file: str, no_check: bool, quiet: bool, name: str | None, topo: str | None,
+    file: str,
+    no_check: bool,
+    quiet: bool,
+    name: str | None,
+    topo: str | None,
     cluster: str | None,
 ) -> None:
     """Build the lab described in FILE and wait until it is usable.
@@ -67,45 +75,53 @@ def up(
     if not cluster:  # with --cluster the hosts of the scheduler make the namespaces
         require_root("up")
     from netrig.experiment.interrupt import StopSignal
+    from netrig.lab.netns import SpareNamespaces
+    from netrig.model.nodecount import lab_file_nodes
 
-    lab = _lab_of(file, name, topo, up_next=not cluster)
+    # namespaces made ahead by a thread of their own while the file is read and checked
+    # (not for --cluster); those the build does not name are freed when `up` ends
+    ahead = 0 if cluster else lab_file_nodes(file) or 0
+    with SpareNamespaces(ahead) as spare:
+        lab = _lab_of(file, name, topo, up_next=not cluster)
 
-    def progress(msg: str) -> None:
+        def progress(msg: str) -> None:
+            if not quiet:
+                err_console.print(f"[dim]… {msg}[/]")
+
+        if cluster:
+            _up_on_cluster(lab.plan, file, cluster, not no_check, progress)
+            return
+
+        started = time.perf_counter()
+        with frozen_heap(), StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
+            try:
+                with stop.armed():
+                    timings = lab.up(
+                        check_reachability=not no_check, progress=progress, spare=spare
+                    )
+            except Exception:
+                if not stop.requested:
+                    raise
+                # the signal's KeyboardInterrupt came out wrapped (Python 3.11 wraps one raised
+                # while a class is created, e.g. during a lazy import, in a RuntimeError)
+                _interrupted(lab, stop)
+            except KeyboardInterrupt:
+                _interrupted(lab, stop)
+            if stop.requested:  # came while up() was finishing: the user still wants no lab
+                lab.down()
+                fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
+        wall = time.perf_counter() - started
         if not quiet:
-            err_console.print(f"[dim]… {msg}[/]")
-
-    if cluster:
-        _up_on_cluster(lab.plan, file, cluster, not no_check, progress)
-        return
-
-    started = time.perf_counter()
-    with frozen_heap(), StopSignal() as stop:  # SIGTERM and SIGHUP end `up` as Ctrl-C does
-        try:
-            with stop.armed():
-                timings = lab.up(check_reachability=not no_check, progress=progress)
-        except Exception:
-            if not stop.requested:
-                raise
-            # the signal's KeyboardInterrupt came out wrapped (Python 3.11 wraps one raised
-            # while a class is created, e.g. during a lazy import, in a RuntimeError)
-            _interrupted(lab, stop)
-        except KeyboardInterrupt:
-            _interrupted(lab, stop)
-        if stop.requested:  # came while up() was finishing: the user still wants no lab
-            lab.down()
-            fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
-    wall = time.perf_counter() - started
-    if not quiet:
-        console.print(node_table(lab.plan))
-    details = [f"build {timings.total:.3f} s"]
-    if result := lab.check_result:
-        details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
-    plan = lab.plan
-    click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
-        f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
-        f"{len(plan.nodes)} nodes, {len(plan.links)} links, {timings.routes} routes "
-        f"({'; '.join(details)})"
-    )
+            console.print(node_table(lab.plan))
+        details = [f"build {timings.total:.3f} s"]
+        if result := lab.check_result:
+            details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
+        plan = lab.plan
+        click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
+            f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
+            f"{len(plan.nodes)} nodes, {len(plan.links)} links, {timings.routes} routes "
+            f"({'; '.join(details)})"
+        )
 
 
 def _interrupted(lab: Lab, stop: StopSignal) -> NoReturn:
@@ -121,8 +137,9 @@ def _remove_if_ours(lab: Lab) -> None:
         lab.down()
 
 
-def _up_on_cluster(plan: LabPlan, file: str, address: str, check: bool,
-                   progress: Callable[[str], None]) -> None:
+def _up_on_cluster(
+    plan: LabPlan, file: str, address: str, check: bool, progress: Callable[[str], None]
+) -> None:
     """netrig up --cluster: the lab's nodes over several hosts (netrig.cluster.labs)."""
     import yaml
 

@@ -76,8 +76,15 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
         )
 
 
-def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> BuildTimings:
-    """Create everything in the plan; on any failure the caller tears down from the ledger."""
+def build(
+    plan: LabPlan,
+    ledger: Ledger,
+    progress: Progress | None = None,
+    spare: netns.SpareNamespaces | None = None,
+) -> BuildTimings:
+    """Create everything in the plan; on any failure the caller tears down from the ledger.
+    spare: namespaces made ahead (unnamed) to name instead of making new ones; the caller
+    closes it."""
     say = progress or (lambda _msg: None)
     t = BuildTimings()
     start = time.perf_counter()
@@ -86,7 +93,7 @@ def build(plan: LabPlan, ledger: Ledger, progress: Progress | None = None) -> Bu
     ledger.intend_netns(plan.name, [(n.ns, n.name) for n in nodes])
 
     say(f"creating {len(nodes)} namespaces")
-    _create_namespaces(plan, nodes, ledger.state_dir)
+    _create_namespaces(plan, nodes, ledger.state_dir, spare)
     t.namespaces = time.perf_counter() - start
     say(f"creating {len(plan.links)} links")
     mark = time.perf_counter()
@@ -223,11 +230,28 @@ def _inherited(plan: LabPlan) -> dict[str, str]:
     return out
 
 
-def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> None:
-    """Each namespace and its sysctls, spread over worker threads. Each worker writes the
-    identities (nsfs inodes) of what it made to the ledger every LEDGER_EVERY seconds; until
-    then the ledger's intent rows name them (trusted by name: the names were free)."""
+def _create_namespaces(
+    plan: LabPlan,
+    nodes: list[NodePlan],
+    state_dir: str,
+    spare: netns.SpareNamespaces | None = None,
+) -> None:
+    """Each namespace (a spare one named, else a new one) and its sysctls, spread over
+    worker threads. Each worker writes the identities (nsfs inodes) of what it made to the
+    ledger every LEDGER_EVERY seconds; until then the ledger's intent rows name them
+    (trusted by name: the names were free)."""
     sysctls = namespace_sysctls(plan)
+    names = [n.ns for n in nodes]
+    try:
+        netns.make_mount_points(names)
+    except FileExistsError as exc:  # made meanwhile by someone else (preflight found none)
+        taken = os.path.basename(exc.filename2 or exc.filename or "")
+        _forget_from(names[names.index(taken) :] if taken in names else [], state_dir)
+        raise LabError(f"creating namespaces: {taken} exists") from None
+    except OSError as exc:
+        raise LabError(f"creating namespaces: {exc}") from exc
+    if spare is not None:
+        spare.stop()  # no more made behind the workers' backs
 
     def work(share: list[NodePlan], cancel: threading.Event) -> None:
         ledger = Ledger(state_dir)  # the thread's own connection
@@ -238,7 +262,12 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
             for node in share:
                 if cancel.is_set():
                     raise KeyboardInterrupt
-                netns.create_here(node.ns)
+                fd = spare.take() if spare is not None else None
+                if fd is None:
+                    netns.unshare(netns.CLONE_NEWNET)
+                else:
+                    netns.adopt(fd)
+                netns.mount_here(node.ns)
                 made[node.ns] = netns.ns_inode(node.ns) or 0
                 writer.new_namespace()
                 for key, value in sysctls:
@@ -260,6 +289,18 @@ def _create_namespaces(plan: LabPlan, nodes: list[NodePlan], state_dir: str) -> 
         in_workers(nodes, work)
     except OSError as exc:
         raise LabError(f"creating namespaces: {exc}") from exc
+
+
+def _forget_from(names: list[str], state_dir: str) -> None:
+    """Drop the ledger's intent rows of namespaces not made (the first of them taken by
+    someone else): the clean-up that follows trusts an intent row by name."""
+    ledger = Ledger(state_dir)
+    try:
+        for record in ledger.objects(kind="netns"):
+            if record.name in names and record.state == "intent":
+                ledger.forget_object(record.id)
+    finally:
+        ledger.close()
 
 
 LINKS_PER_BATCH = 512  # veth pairs per batch; bounds the namespace descriptors held open

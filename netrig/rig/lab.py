@@ -21,7 +21,7 @@ from netrig.plan.model import LabPlan
 from netrig.rig.prepare import catalog, from_spec, plan_file, plan_lab
 
 if TYPE_CHECKING:
-    from netrig.lab import teardown
+    from netrig.lab import netns, teardown
     from netrig.model.models import LabSpec
     from netrig.routing import RoutingProtocol
 
@@ -63,8 +63,14 @@ class Lab(LabRuntime):
     # ------------------------------------------------------------ lifecycle
 
     def up(
-        self, *, check_reachability: bool = True, progress: Progress | None = None
+        self,
+        *,
+        check_reachability: bool = True,
+        progress: Progress | None = None,
+        spare: netns.SpareNamespaces | None = None,
     ) -> BuildTimings:
+        """Build the lab and wait until it is usable (see `netrig up`). spare: namespaces
+        made ahead while the file was read (netns.SpareNamespaces; the caller closes it)."""
         say = progress or (lambda _m: None)
         try:
             preflight(self.plan, self.ledger)
@@ -74,7 +80,7 @@ class Lab(LabRuntime):
         self.ledger.begin_lab(self.name, len(self.plan.nodes), self.plan.source_file)
         self._owner = True
         try:
-            self.timings = build(self.plan, self.ledger, say)
+            self.timings = build(self.plan, self.ledger, say, spare)
             nodes = self.plan.nodes.values()
             if any(n.firewall for n in nodes):
                 from netrig.firewall import _lab as firewall
