@@ -7,7 +7,7 @@
 The child inherits everything as it is (no pickling of inputs), returns its value pickled
 through a pipe and leaves by os._exit (no atexit handlers, no flushing of the parent's
 buffers). Forking is only safe where no other thread may hold a lock the child would need,
-so `start` refuses (None) while this process has other threads. A child that fails fails
+so `start` refuses (None) while this process has other threads, but those marked `quiet`. A child that fails fails
 the result; `cancel` ends it (SIGKILL, by its PID) and reaps it; it dies with this process
 (PR_SET_PDEATHSIG), so even kill -9 of this one leaves no child computing.
 """
@@ -19,6 +19,7 @@ import os
 import pickle
 import signal
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Generic, TypeVar
@@ -87,14 +88,41 @@ class Pending(Generic[T]):
                 return -1
 
 
+_QUIET: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def quiet(thread: threading.Thread) -> threading.Thread:
+    """Mark a thread (before it starts) that only makes system calls: it takes no lock a
+    forked child could need and imports nothing, so `start` forks beside it (the child has
+    no copy of it). Returns the thread."""
+    _QUIET.add(thread)
+    return thread
+
+
+def alone() -> bool:
+    """No thread runs here but the calling one and quiet ones."""
+    me = threading.current_thread()
+    return all(t is me or t in _QUIET for t in threading.enumerate())
+
+
 def start(work: Callable[[], T]) -> Pending[T] | None:
     """work() in a forked child; None when other threads make forking unsafe."""
-    if threading.active_count() != 1:
+    if not alone():
         return None
     read, write = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    # the signals that stop netrig wait until the fork is done: one handled inside it (in
+    # the at-fork hooks modules such as logging register) would be printed and dropped
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the child: compute, write, leave without the parent's clean-ups
+        # (the stop signals stay blocked here: the parent ends it, by SIGKILL, if it must)
         code = 1
         try:
             os.close(read)
@@ -109,11 +137,13 @@ def start(work: Callable[[], T]) -> Pending[T] | None:
             code = 0
         finally:  # KeyboardInterrupt too: the parent sees no data and a failed child
             os._exit(code)
+    signal.pthread_sigmask(signal.SIG_SETMASK, held)
     os.close(write)
     return Pending(pid, read)
 
 
 PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 def _die_with(parent: int) -> None:

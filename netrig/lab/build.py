@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from netrig.lab import netns, nlwire
 from netrig.lab.ledger import Ledger
@@ -81,10 +81,12 @@ def build(
     ledger: Ledger,
     progress: Progress | None = None,
     spare: netns.SpareNamespaces | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> BuildTimings:
     """Create everything in the plan; on any failure the caller tears down from the ledger.
     spare: namespaces made ahead (unnamed) to name instead of making new ones; the caller
-    closes it."""
+    closes it. meanwhile: the caller's own Python work (reading the plan only), run while
+    the kernel makes the veth pairs."""
     say = progress or (lambda _msg: None)
     t = BuildTimings()
     start = time.perf_counter()
@@ -97,20 +99,57 @@ def build(
     t.namespaces = time.perf_counter() - start
     say(f"creating {len(plan.links)} links")
     mark = time.perf_counter()
+    # the veth pairs are one batch, the kernel's work: this thread waits in the kernel
+    # without the GIL, and a helper takes the routes over from their planner (a forked
+    # child, if the plan says so), packs every namespace's batch and runs `meanwhile`
+    packing = _Beside(lambda: _pack_batches(plan, nodes, meanwhile))
     _create_links(plan)
     t.links = time.perf_counter() - mark
     say("configuring addresses and routes")
     mark = time.perf_counter()
-    plan.finish_routes()  # planned meanwhile in a forked child, if the plan says so
-    t.extra["waited for routes"] = time.perf_counter() - mark
+    batches = packing.result()
+    t.extra["waited for batches"] = time.perf_counter() - mark
     mark = time.perf_counter()
-    t.messages, t.routes = _configure(nodes, ipv4_forwarding(plan))
+    t.messages, t.routes = _configure(nodes, batches)
     t.config = time.perf_counter() - mark
     mark = time.perf_counter()
     _apply_tc(plan)
     t.tc = time.perf_counter() - mark
     t.total = time.perf_counter() - start
     return t
+
+
+class _Beside(Generic[R]):
+    """fn() in a thread of its own while the caller goes on; result() waits and re-raises.
+    A caller that fails meanwhile need not wait: the thread only computes (daemon)."""
+
+    def __init__(self, fn: Callable[[], R]) -> None:
+        self._box: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], R]) -> None:
+        try:
+            self._box["value"] = fn()
+        except BaseException as exc:  # re-raised by result()
+            self._box["error"] = exc
+
+    def result(self) -> R:
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        return self._box["value"]  # type: ignore[no-any-return]
+
+
+def _pack_batches(
+    plan: LabPlan, nodes: list[NodePlan], meanwhile: Callable[[], None] | None
+) -> dict[str, list[nlwire.PackedChunk]]:
+    plan.finish_routes()  # planned meanwhile in a forked child, if the plan says so
+    forwarding4 = ipv4_forwarding(plan)
+    batches = {n.ns: nlwire.pack_batch(node_requests(n, forwarding4)) for n in nodes}
+    if meanwhile is not None:
+        meanwhile()
+    return batches
 
 
 def workers(count: int) -> int:
@@ -345,23 +384,25 @@ def _veth(plan: LabPlan, link: LinkPlan, fds: dict[str, int]) -> nlwire.Request:
     )
 
 
-def _configure(nodes: list[NodePlan], forwarding4: bool | None) -> tuple[int, int]:
-    """One batch per namespace (links up, addresses, neighbours, routes), sent from inside
-    it by worker threads, each with its own netlink socket per namespace. Returns the
-    counts of messages and routes."""
+def _configure(
+    nodes: list[NodePlan], batches: dict[str, list[nlwire.PackedChunk]]
+) -> tuple[int, int]:
+    """One batch per namespace (links up, addresses, neighbours, routes; packed before),
+    sent from inside it by worker threads, each with its own netlink socket per namespace.
+    Returns the counts of messages and routes."""
 
     def work(share: list[NodePlan], cancel: threading.Event) -> tuple[int, int]:
         messages = routes = 0
         for node in share:
             if cancel.is_set():
                 raise KeyboardInterrupt
-            requests = node_requests(node, forwarding4)
+            batch = batches[node.ns]
             with netns.entered(node.ns), nlwire.RtnlSocket() as sock:
-                errors = sock.send_batch(requests)
+                errors = sock.send_packed(batch)
             if errors:
                 more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
                 raise LabError(f"in {node.ns}: {errors[0]}{more}")
-            messages += len(requests)
+            messages += sum(len(chunk.whats) for chunk in batch)
             routes += len(node.routes)
         return messages, routes
 

@@ -62,17 +62,46 @@ class CheckResult:
         return "; ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def verify(plan: LabPlan, mode: str, timeout: float) -> CheckResult:
-    """The check `up` runs: `all` pings every promised pair; where the FIBs decide alone
-    (see fibcheck.eligible) `auto` proves every promised pair from them and `sample` every
-    node's pairs toward SAMPLE_DESTINATIONS destinations per family; elsewhere `auto`
-    pings all pairs up to AUTO_ALL_PAIRS_MAX nodes and `sample` a sample."""
+@dataclass
+class Prepared:
+    """What `verify` works out from the plan alone before it sends anything: worked out
+    ahead by `prepare` (`netrig up` does it while the kernel makes the veth pairs)."""
 
+    pairs: list[tuple[str, str, str]] | None = None  # pinged one by one, or else:
+    promised: fibcheck.PromiseFn | None = None  # proven from the FIBs,
+    echoes: list[tuple[str, str, str]] = field(default_factory=list)  # with these pinged
+
+
+def prepare(plan: LabPlan, mode: str) -> Prepared:
+    """`auto` and `sample` prove from the FIBs where they decide alone (see
+    fibcheck.eligible): every link and a sample of pairs pinged; else the pairs pinged."""
     if mode in ("auto", "sample") and fibcheck.eligible(plan) and len(plan.nodes) > 1:
-        return prove(plan, timeout, SAMPLE_DESTINATIONS if mode == "sample" else None)
-    pairs = check_pairs(plan, mode)
-    result = ping_pairs(plan, pairs, timeout)
-    result.echoes = len(pairs)
+        promised, echoes = _proof_inputs(plan)
+        return Prepared(promised=promised, echoes=echoes)
+    return Prepared(pairs=check_pairs(plan, mode))
+
+
+def _proof_inputs(
+    plan: LabPlan,
+) -> tuple[fibcheck.PromiseFn, list[tuple[str, str, str]]]:
+    """The planned hop counts of every pair, and the echoes: every link, a sample of pairs."""
+    promised = fibcheck.planned_hops(plan, list(plan.nodes))
+    return promised, fibcheck.link_pairs(plan) + fibcheck.sample_pairs(plan, promised=promised)
+
+
+def verify(
+    plan: LabPlan, mode: str, timeout: float, prepared: Prepared | None = None
+) -> CheckResult:
+    """The check `up` runs: `all` pings every promised pair; where the FIBs decide alone
+    `auto` proves every promised pair from them and `sample` every node's pairs toward
+    SAMPLE_DESTINATIONS destinations per family; elsewhere `auto` pings all pairs up to
+    AUTO_ALL_PAIRS_MAX nodes and `sample` a sample. prepared: prepare(plan, mode)."""
+    prepared = prepared or prepare(plan, mode)
+    if prepared.pairs is None:
+        destinations = SAMPLE_DESTINATIONS if mode == "sample" else None
+        return prove(plan, timeout, destinations, prepared)
+    result = ping_pairs(plan, prepared.pairs, timeout)
+    result.echoes = len(prepared.pairs)
     return result
 
 
@@ -101,15 +130,21 @@ def read_kernels(plan: LabPlan) -> dict[str, fibcheck.Kernel]:
 SAMPLE_DESTINATIONS = 256  # per family: `check: sample` walks every node's FIB path to these
 
 
-def prove(plan: LabPlan, timeout: float, destinations: int | None = None) -> CheckResult:
+def prove(
+    plan: LabPlan,
+    timeout: float,
+    destinations: int | None = None,
+    prepared: Prepared | None = None,
+) -> CheckResult:
     """Every link and a sample of pairs pinged (which also waits for carriers), then every
     promised pair walked through the FIBs the kernels hold (with `destinations`: every
     node's pairs toward that many destinations per family)."""
 
     start = time.perf_counter()
-    hosts = [n.name for n in plan.nodes.values()]
-    promised = fibcheck.planned_hops(plan, hosts)
-    echoes = fibcheck.link_pairs(plan) + fibcheck.sample_pairs(plan, promised=promised)
+    if prepared is not None and prepared.promised is not None:
+        promised, echoes = prepared.promised, prepared.echoes
+    else:
+        promised, echoes = _proof_inputs(plan)
     kernels = read_kernels(plan)  # first: reading a link applies its carrier
 
     # the walk is Python and numpy, the echoes mostly the kernel's work: on two cores the
@@ -117,7 +152,7 @@ def prove(plan: LabPlan, timeout: float, destinations: int | None = None) -> Che
     def walk() -> fibcheck.Proof:
         return fibcheck.prove(plan, kernels, promised, destinations)
 
-    walking = forked.start(walk) if len(hosts) >= FORK_WALK_FROM else None
+    walking = forked.start(walk) if len(plan.nodes) >= FORK_WALK_FROM else None
     try:
         pinged = ping_pairs(plan, echoes, timeout)
         proof = walking.result_or(walk) if walking else walk()

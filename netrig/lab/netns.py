@@ -13,10 +13,13 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, TypeVar
+
+from netrig.base import forked
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -228,15 +231,15 @@ class SpareNamespaces:
         held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
         old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
-            self._thread = threading.Thread(target=self._make, name="netrig-spare", daemon=True)
+            self._thread = forked.quiet(
+                threading.Thread(target=self._make, name="netrig-spare", daemon=True)
+            )
             self._thread.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return self
 
-    def _make(self) -> None:
-        import sys
-
+    def _make(self) -> None:  # system calls only (forked.quiet): no imports, no locks
         interval = sys.getswitchinterval()
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         try:

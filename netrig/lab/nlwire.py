@@ -329,6 +329,46 @@ def as_delete(request: Request) -> Request:
 # ----------------------------------------------------------------- the socket
 
 
+CHUNK_BYTES = 256 * 1024  # messages per system call of a batch, at most this many bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PackedChunk:
+    """Messages of a batch ready to send in one system call; the last asks for an ack."""
+
+    data: bytes
+    last_seq: int
+    whats: dict[int, str]  # sequence number -> what the request was, for error messages
+
+
+def pack_batch(
+    requests: list[Request], first_seq: int = 1, chunk_bytes: int = CHUNK_BYTES
+) -> list[PackedChunk]:
+    """Requests as the bytes send_batch sends, numbered from first_seq: packed ahead, by a
+    thread that has the time (the build packs every namespace's batch while the kernel
+    makes the veth pairs)."""
+    chunks: list[PackedChunk] = []
+    parts: list[bytes] = []
+    whats: dict[int, str] = {}
+    size = 0
+    pack = _NLMSGHDR.pack
+    last_index = len(requests) - 1
+    for i, req in enumerate(requests):
+        seq = first_seq + i
+        flags = NLM_F_REQUEST | req.flags
+        length = 16 + len(req.body)
+        if i == last_index or size + length >= chunk_bytes:
+            flags |= NLM_F_ACK
+        parts.append(pack(length, req.msg_type, flags, seq, 0))
+        parts.append(req.body)
+        whats[seq] = req.what
+        size += length
+        if flags & NLM_F_ACK:
+            chunks.append(PackedChunk(b"".join(parts), seq, whats))
+            parts, whats, size = [], {}, 0
+    return chunks
+
+
 @dataclass
 class RtnlSocket:
     """A raw rtnetlink socket. It belongs to the namespace of the thread that opened it."""
@@ -346,31 +386,25 @@ class RtnlSocket:
         self.close()
 
     def send_batch(
-        self, requests: list[Request], chunk_bytes: int = 256 * 1024
+        self, requests: list[Request], chunk_bytes: int = CHUNK_BYTES
     ) -> list[NetlinkError]:
         """Send all requests in as few system calls as fit; return the ones the kernel refused.
 
         Only the last message of each chunk asks for an acknowledgement, so a success costs
         the kernel no reply; a failure still comes back as NLMSG_ERROR with its sequence.
         """
+        chunks = pack_batch(requests, self.seq + 1, chunk_bytes)
+        self.seq += len(requests)
+        return self.send_packed(chunks)
+
+    def send_packed(self, chunks: list[PackedChunk]) -> list[NetlinkError]:
+        """send_batch of requests packed before (pack_batch), on a socket whose sequence
+        numbers they do not collide with (a new one: theirs start at 1)."""
         errors: list[NetlinkError] = []
-        chunk: list[bytes] = []
-        size = 0
-        pending: dict[int, str] = {}
-        for i, req in enumerate(requests):
-            self.seq += 1
-            last = i == len(requests) - 1
-            flags = NLM_F_REQUEST | req.flags
-            if last or size + 16 + len(req.body) >= chunk_bytes:
-                flags |= NLM_F_ACK
-            chunk.append(_NLMSGHDR.pack(16 + len(req.body), req.msg_type, flags, self.seq, 0))
-            chunk.append(req.body)
-            pending[self.seq] = req.what
-            size += 16 + len(req.body)
-            if flags & NLM_F_ACK:
-                self.sock.send(b"".join(chunk))
-                self._read_until(self.seq, pending, errors)
-                chunk, size, pending = [], 0, {}
+        for chunk in chunks:
+            self.sock.send(chunk.data)
+            self._read_until(chunk.last_seq, chunk.whats, errors)
+        self.seq = max(self.seq, chunks[-1].last_seq if chunks else 0)
         return errors
 
     def _read_until(

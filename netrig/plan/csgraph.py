@@ -5,8 +5,8 @@ The package's __init__ imports scipy.sparse.linalg and scipy.linalg (for its Lap
 extension module that holds shortest_path needs only scipy.sparse and two small modules
 of the package, so those are loaded under a bare stand-in for the package, which is then
 taken away again (a later `import scipy.sparse.csgraph` runs its __init__ as usual and finds
-the loaded submodules). Only while this process has one thread: another thread importing
-the package at that moment would see the stand-in.
+the loaded submodules). Only while no other thread runs here but quiet ones (forked.quiet,
+which import nothing): another thread importing the package then would see the stand-in.
 
     shortest_path, coo_matrix = csgraph.load()
 """
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import types
 from typing import Any
+
+from netrig.base import forked
 
 
 def load() -> tuple[Any, Any]:
@@ -25,7 +26,7 @@ def load() -> tuple[Any, Any]:
     from scipy import sparse
 
     name = "scipy.sparse.csgraph"
-    if name in sys.modules or threading.active_count() != 1:
+    if name in sys.modules or not forked.alone():  # another thread may import meanwhile
         from scipy.sparse.csgraph import shortest_path
 
         return shortest_path, sparse.coo_matrix

@@ -79,17 +79,24 @@ class Lab(LabRuntime):
             raise
         self.ledger.begin_lab(self.name, len(self.plan.nodes), self.plan.source_file)
         self._owner = True
+        ahead: dict[str, Any] = {}  # worked out from the plan while the kernel builds
+
+        def meanwhile() -> None:
+            ahead["json"] = self.plan.to_json()
+            if check_reachability and self.plan.reachability != "none":
+                ahead["check"] = check.prepare(self.plan, self.plan.reachability)
+
         try:
-            self.timings = build(self.plan, self.ledger, say, spare)
+            self.timings = build(self.plan, self.ledger, say, spare, meanwhile)
             nodes = self.plan.nodes.values()
             if any(n.firewall for n in nodes):
                 from netrig.firewall import _lab as firewall
 
                 firewall.apply_all(self, say)
-            save_text(self.ledger.plan_path(self.name), self.plan.to_json())
+            save_text(self.ledger.plan_path(self.name), ahead["json"])
             self._start_switches(say)
             self._start_routing(say)
-            self._wait_usable(check_reachability, say)
+            self._wait_usable(check_reachability, say, ahead.get("check"))
             if any(n.services for n in nodes):
                 from netrig import services
 
@@ -165,7 +172,9 @@ class Lab(LabRuntime):
             time.sleep(proto.poll_interval)
         return time.monotonic() - start
 
-    def _wait_usable(self, check_reachability: bool, say: Progress) -> None:
+    def _wait_usable(
+        self, check_reachability: bool, say: Progress, prepared: check.Prepared | None = None
+    ) -> None:
         start = time.perf_counter()
         timeout = self.plan.check_timeout
         nodes = self.plan.nodes.values()
@@ -189,7 +198,7 @@ class Lab(LabRuntime):
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
             say("checking reachability")
-            result = check.verify(self.plan, self.plan.reachability, timeout)
+            result = check.verify(self.plan, self.plan.reachability, timeout, prepared)
             self.check_result = result
             if result.failed:
                 raise LabError(f"unreachable after {timeout:g} s: {result.describe()}")

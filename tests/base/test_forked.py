@@ -48,6 +48,24 @@ def test_no_fork_while_other_threads_run() -> None:
         other.join()
 
 
+def test_a_quiet_thread_does_not_keep_a_fork_from_happening() -> None:
+    stop = threading.Event()
+    other = forked.quiet(threading.Thread(target=stop.wait))
+    loud = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert forked.alone()
+        pending = forked.start(lambda: 2)
+        assert pending is not None and pending.result() == 2
+        loud.start()
+        assert not forked.alone() and forked.start(lambda: 3) is None
+    finally:
+        stop.set()
+        other.join()
+        if loud.is_alive():
+            loud.join()
+
+
 def test_what_a_failed_child_did_not_return_is_computed_here() -> None:
     parent = os.getpid()
     pending = forked.start(lambda: os._exit(3))  # as if the kernel had killed it
