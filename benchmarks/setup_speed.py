@@ -9,6 +9,9 @@ Issue 12's goals, each printed as a ratio with its goal and whether it is met:
 - with --full: a 1000-node ring up with its check <= 3 s, and a 10,000-node lab (a 100x100
   grid, `check: sample`) up <= 60 s and <= 2 GB peak RSS.
 
+Also what naming a namespace costs on this host: a new file in /run/netns each (as `ip netns
+add` makes them) against hard links of one file (as `netrig up` makes them).
+
 Every way runs as the user would run it (a new process, timed from outside, its clean-up
 not timed), the ways interleaved within each repetition (in a new order each time),
 medians compared. The kernel frees a deleted namespace after the call returns and that
@@ -235,6 +238,30 @@ def print_ways(title: str, ways: dict[str, Way]) -> None:
         print(f"  {way.label:<50} {way.median():7.3f} s {way.spread():>13}{extra}")
 
 
+def naming(count: int, reps: int, tag: str) -> dict[str, list[float]]:
+    """Seconds to make `count` names in /run/netns, the files namespaces are mounted on: one
+    new file each (what `ip netns add` and seed 000's script make) against hard links of
+    one file (netns.make_mount_points, what `netrig up` makes), interleaved; each set is
+    removed again before the next, so every one is made just after names were removed, as
+    in a lab built after another's `down` (where ext4 is slowest to allocate inodes)."""
+    took: dict[str, list[float]] = {"files": [], "links": []}
+    for rep in range(reps):
+        order = list(took)
+        random.Random(rep).shuffle(order)
+        for way in order:
+            paths = [netns.ns_path(f"{tag}{way[0]}{rep}-{i}") for i in range(count)]
+            start = time.perf_counter()
+            if way == "files":
+                for path in paths:
+                    os.close(os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+            else:
+                netns.make_mount_points([os.path.basename(p) for p in paths])
+            took[way].append(time.perf_counter() - start)
+            for path in paths:
+                os.unlink(path)
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="CI smoke: 20-node ring, 1 rep")
@@ -265,6 +292,13 @@ def main() -> None:
         print(verdict("netrig up vs ipbatch (ipbatch / netrig)", ipb / up, 1))
         print(verdict("netrig up vs seed 000 (seed000 / netrig)", seed / up, 20))
         print(verdict("netrig up --no-check vs ipbatch", ipb / nocheck, 2))
+        names = naming(n, 3 if args.quick else 7, tag)
+        files, links = (statistics.median(names[k]) for k in ("files", "links"))
+        print(
+            f"naming {n} namespaces in {netns.NETNS_RUN_DIR}, just after others were removed "
+            f"(median of {len(names['files'])}): a file each (ip netns add) {files * 1e3:.2f} "
+            f"ms, links of one file (netrig) {links * 1e3:.2f} ms: {files / links:.1f}x"
+        )
         if not args.full:
             return
         big = Way("1000-node ring, netrig up with its check")

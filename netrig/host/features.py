@@ -466,13 +466,15 @@ IN_MEMORY = ("tmpfs", "ramfs")
 
 
 @feature("netns-names", "namespace names in memory (/run/netns on tmpfs)",
-         impact="every namespace costs a disk inode to name: up to more than making it",
+         impact="`ip netns add` costs a disk inode per name, up to more than making the "
+         "namespace (netrig links its names to one file per lab)",
          fix="mount -t tmpfs -o mode=0755 tmpfs /run/netns  (while `ip netns list` is empty)")
 def _netns_names(ns: Scratch) -> Outcome:
-    """Naming a namespace (as netrig and `ip netns add` do) creates a file in /run/netns.
-    Where /run is not a tmpfs that is a disk filesystem's inode: on this VM kind's ext4
-    0.05-0.9 ms each, varying with the filesystem's state, against ~0.35 ms for the
-    namespace itself. The verdict goes by the filesystem; the detail has a measurement."""
+    """Naming a namespace (as `ip netns add` does) creates a file in /run/netns. Where /run
+    is not a tmpfs that is a disk filesystem's inode: on this VM kind's ext4 0.05-0.9 ms
+    each, varying with the filesystem's state, against ~0.35 ms for the namespace itself
+    (netrig makes one file per lab and links the other names to it: netns.make_mount_points).
+    The verdict goes by the filesystem; the detail has a measurement of one new file."""
     netns.prepare_run_dir()
     kind = _fs_type(netns.NETNS_RUN_DIR)
     cost = netns.name_cost(8) * 1e6

@@ -142,28 +142,26 @@ def read_kernels(
 
 
 def running(sock: nlwire.RtnlSocket, indexes: list[int]) -> set[int]:
-    """Which of these interfaces are up and running. Asked one by one, not dumped: the
-    kernel then applies a pending carrier change first (linkwatch_sync_dev), where a dump
-    reports what its link watcher has got round to, up to a second late (a veth whose two
-    ends share an ifindex is never urgent to it)."""
-    up = set()
-    for index in indexes:
-        try:
-            replies = sock.request(nlwire.RTM_GETLINK, 0, nlwire.ifinfo(index))
-        except OSError:  # no such interface
-            continue
-        for _t, payload in replies:
-            flags = struct.unpack_from("=BxHiI", payload)[3]
-            if flags & IFF_UP and flags & IFF_RUNNING:
-                up.add(index)
-    return up
+    """Which of these interfaces are up and running. Asked one by one (in one round trip),
+    not dumped: the kernel then applies a pending carrier change first (linkwatch_sync_dev),
+    where a dump reports what its link watcher has got round to, up to a second late (a
+    veth whose two ends share an ifindex is never urgent to it)."""
+    return _running(indexes, sock.request_each([_getlink(i) for i in indexes]))
 
 
 def _read_here(indexes: list[int]) -> Kernel:
     """The calling thread's namespace: links, addresses, main-table routes, forwarding."""
     k = Kernel()
     with nlwire.RtnlSocket() as sock:
-        k.running = running(sock, indexes)
+        # the gets in one round trip: each interface (asked by index: see `running`), then
+        # forwarding: IPv4 by the switch of the interface a packet came in on, IPv6 by `all`
+        gets = [_getlink(i) for i in indexes] + [(RTM_GETNETCONF, _netconf(2, i)) for i in indexes]
+        gets.append((RTM_GETNETCONF, _netconf(10, NETCONFA_IFINDEX_ALL)))
+        answers = sock.request_each(gets)
+        links, v4 = answers[: len(indexes)], answers[len(indexes) : 2 * len(indexes)]
+        k.running = _running(indexes, links)
+        k.forwarding[4] = all(_forwards(a) for a in v4)
+        k.forwarding[6] = _forwards(answers[-1])
         body = struct.pack("=BBBBi", 0, 0, 0, 0, 0)
         for _t, payload in sock.request(nlwire.RTM_GETADDR, nlwire.NLM_F_DUMP, body):
             family, _plen, _flags, _scope, index = struct.unpack_from("=BBBBi", payload)
@@ -174,10 +172,34 @@ def _read_here(indexes: list[int]) -> Kernel:
             if raw:
                 k.addrs[AF[family]].append((index, int.from_bytes(raw, "big")))
         _routes(nlwire.dump_routes(sock, nlwire.RT_TABLE_MAIN), k)
-        # IPv4 forwards by the switch of the interface a packet came in on, IPv6 by `all`
-        k.forwarding[4] = all(_forwarding(sock, 2, i) for i in indexes)
-        k.forwarding[6] = _forwarding(sock, 10, NETCONFA_IFINDEX_ALL)
     return k
+
+
+def _getlink(index: int) -> tuple[int, bytes]:
+    return nlwire.RTM_GETLINK, nlwire.ifinfo(index)
+
+
+def _running(indexes: list[int], answers: list[tuple[int, bytes] | None]) -> set[int]:
+    """The interfaces whose RTM_GETLINK answer says up and running."""
+    up = set()
+    for index, answer in zip(indexes, answers, strict=True):
+        if answer is not None:
+            flags = struct.unpack_from("=BxHiI", answer[1])[3]
+            if flags & IFF_UP and flags & IFF_RUNNING:
+                up.add(index)
+    return up
+
+
+def _netconf(af: int, index: int) -> bytes:
+    return struct.pack("=Bxxx", af) + nlwire.attr(NETCONFA_IFINDEX, _I32.pack(index))
+
+
+def _forwards(answer: tuple[int, bytes] | None) -> bool:
+    """A netconf reply's forwarding switch (False without one, e.g. IPv6 disabled)."""
+    if answer is None:
+        return False
+    value = nlwire.parse_attrs(answer[1], 4).get(NETCONFA_FORWARDING)
+    return value is not None and _I32.unpack(value)[0] == 1
 
 
 RTM_GETNETCONF = 82
@@ -185,21 +207,6 @@ NETCONFA_IFINDEX, NETCONFA_FORWARDING = 1, 2
 NETCONFA_IFINDEX_ALL = -1
 _ATTR = struct.Struct("=HH")
 _I32 = struct.Struct("=i")
-
-
-def _forwarding(sock: nlwire.RtnlSocket, af: int, index: int) -> bool:
-    """A forwarding switch of one family (an interface's, or `all`), over netlink (opening
-    the sysctl file under /proc/sys costs ~0.3 ms)."""
-    body = struct.pack("=Bxxx", af) + nlwire.attr(NETCONFA_IFINDEX, _I32.pack(index))
-    try:
-        replies = sock.request(RTM_GETNETCONF, 0, body)
-    except OSError:  # e.g. IPv6 disabled
-        return False
-    for _t, payload in replies:
-        value = nlwire.parse_attrs(payload, 4).get(NETCONFA_FORWARDING)
-        if value is not None:
-            return _I32.unpack(value)[0] == 1
-    return False
 
 
 def _routes(payloads: list[bytes], k: Kernel) -> None:
@@ -402,6 +409,7 @@ def planned_hops(plan: LabPlan, hosts: list[str]) -> PromiseFn:
         full = hop_counts(plan, hosts)
         return lambda which: [full[i] for i in which]
     import numpy as np
+
     shortest_path, coo_matrix = csgraph.load()
 
     rows, cols = network_edges(plan, hosts)

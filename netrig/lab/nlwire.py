@@ -445,6 +445,33 @@ class RtnlSocket:
                 if not mflags & 0x2 and not flags & NLM_F_DUMP:  # not NLM_F_MULTI
                     return replies
 
+    def request_each(self, requests: list[tuple[int, bytes]]) -> list[tuple[int, bytes] | None]:
+        """Several gets (not dumps), (type, body) each, sent in one system call: the reply
+        of each, (type, body), or None where the kernel refused (e.g. no such interface).
+        One round trip instead of one per get."""
+        first = self.seq + 1
+        self.seq += len(requests)
+        self.sock.send(
+            b"".join(
+                _NLMSGHDR.pack(16 + len(body), mtype, NLM_F_REQUEST, first + i, 0) + body
+                for i, (mtype, body) in enumerate(requests)
+            )
+        )
+        answers: list[tuple[int, bytes] | None] = [None] * len(requests)
+        waiting = set(range(len(requests)))  # a get is answered by one message
+        while waiting:
+            data = self.sock.recv(1 << 20)
+            off = 0
+            while off < len(data):
+                length, mtype, _flags, mseq, _pid = _NLMSGHDR.unpack_from(data, off)
+                at = mseq - first
+                if at in waiting:
+                    waiting.discard(at)
+                    if mtype != NLMSG_ERROR:
+                        answers[at] = (mtype, bytes(data[off + 16 : off + length]))
+                off += _align(length) if length else len(data)
+        return answers
+
 
 def _open_socket() -> socket.socket:
     sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_ROUTE)
