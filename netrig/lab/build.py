@@ -285,7 +285,7 @@ def _create_namespaces(
         netns.make_mount_points(names)
     except FileExistsError as exc:  # made meanwhile by someone else (preflight found none)
         taken = os.path.basename(exc.filename2 or exc.filename or "")
-        _forget_from(names[names.index(taken) :] if taken in names else [], state_dir)
+        _forget_from(plan.name, names[names.index(taken) :] if taken in names else [], state_dir)
         raise LabError(f"creating namespaces: {taken} exists") from None
     except OSError as exc:
         raise LabError(f"creating namespaces: {exc}") from exc
@@ -330,12 +330,12 @@ def _create_namespaces(
         raise LabError(f"creating namespaces: {exc}") from exc
 
 
-def _forget_from(names: list[str], state_dir: str) -> None:
-    """Drop the ledger's intent rows of namespaces not made (the first of them taken by
+def _forget_from(lab: str, names: list[str], state_dir: str) -> None:
+    """Drop the lab's intent rows of namespaces not made (the first of them taken by
     someone else): the clean-up that follows trusts an intent row by name."""
     ledger = Ledger(state_dir)
     try:
-        for record in ledger.objects(kind="netns"):
+        for record in ledger.objects(lab, "netns"):
             if record.name in names and record.state == "intent":
                 ledger.forget_object(record.id)
     finally:
