@@ -5,6 +5,7 @@ process's hold on it, the build names the spare ones, and a wrong file leaves no
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -53,10 +54,8 @@ def test_spare_namespaces_are_new_unnamed_and_let_go_on_close() -> None:
 
 @requires_root
 def test_spare_count_is_bounded() -> None:
-    assert netns.SpareNamespaces(10**6).count == min(
-        netns.SpareNamespaces.MAX,
-        __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)[0] // 4,
-    )
+    descriptors = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert netns.SpareNamespaces(10**6).count == min(netns.SpareNamespaces.MAX, descriptors // 4)
     assert netns.SpareNamespaces(-3).start().wait() == 0
 
 
@@ -92,9 +91,11 @@ def test_mount_points_are_links_of_one_file_and_each_names_its_namespace() -> No
 @requires_root
 def test_the_build_names_the_spare_namespaces_and_makes_the_rest(lab_name: str) -> None:
     lab = Lab.from_spec({"name": lab_name, "topology": {"kind": "ring", "nodes": 6}})
+    before = held_namespaces()
     with netns.SpareNamespaces(4) as spare:
         assert spare.wait() == 4
-        ready = {os.stat(f"/proc/self/fd/{fd}").st_ino for fd in spare._ready}
+        ready = held_namespaces() - before
+        assert len(ready) == 4
         try:
             lab.up(spare=spare)
             assert spare.take() is None  # all four taken
