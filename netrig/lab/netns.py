@@ -1,8 +1,10 @@
 """Named network namespaces made in-process, the way `ip netns add` makes them.
 
-A namespace is created by a worker thread calling unshare(CLONE_NEWNET) and bind-mounting
-/proc/thread-self/ns/net onto /run/netns/NAME, so `ip netns`, `ip -n` and `nsenter` see it.
-No process is spawned per namespace (that costs ~10 ms each; this costs ~0.5 ms).
+A namespace is created by a worker thread calling unshare(CLONE_NEWNET) (or entering one
+of the SpareNamespaces made ahead) and bind-mounting /proc/thread-self/ns/net onto
+/run/netns/NAME, so `ip netns`, `ip -n` and `nsenter` see it; the names of a lab are hard
+links of one file (make_mount_points). No process is spawned per namespace (that costs
+~10 ms each; this costs ~0.5 ms).
 
 Namespaces are entered only from worker threads (setns is per thread for the network
 namespace); the main thread never leaves the host's namespace.
