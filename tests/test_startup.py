@@ -243,6 +243,37 @@ def test_ctrl_c_while_netrig_loads_is_no_traceback(delay: float) -> None:
     assert proc.returncode in (0, 130, -signal.SIGINT), (proc.returncode, err)
 
 
+def test_an_interrupt_that_comes_out_as_another_error_still_exits_130() -> None:
+    """pydantic-core turned a Ctrl-C that came while it built a validator into SchemaError
+    (seen in CI: a traceback): an error raised after Ctrl-C ends as Ctrl-C does."""
+    program = (
+        "import os, signal, sys\n"
+        "import netrig.cli as cli\n"
+        "@cli.cli.command('wraps')\n"
+        "def wraps():\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the handler runs by here\n"
+        "    except KeyboardInterrupt:\n"
+        "        raise RuntimeError('KeyboardInterrupt, wrapped') from None\n"
+        "sys.argv = ['netrig', 'wraps']\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr and "interrupted" in done.stderr
+    real = subprocess.run(  # an error without Ctrl-C is still reported as it is
+        [
+            sys.executable,
+            "-c",
+            program.replace("os.kill(os.getpid(), signal.SIGINT)", "raise KeyboardInterrupt"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert real.returncode == 1 and "RuntimeError" in real.stderr
+
+
 @requires_root
 def test_a_quick_exit_still_closes_the_ledger(tmp_path: Path) -> None:
     """`status` leaves by os._exit (no tear-down of every object), yet closes its databases

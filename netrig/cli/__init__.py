@@ -210,9 +210,31 @@ class _NoPydanticPlugins:
 QUICK_EXIT = {"up", "down", "validate", "plan", "status"}
 
 
+class _Interrupts:
+    """Python's own Ctrl-C handler (KeyboardInterrupt), remembering that it ran: code that
+    turns the interrupt into another error on its way out (pydantic-core raised SchemaError
+    "…KeyboardInterrupt" when Ctrl-C came while it built a model's validator; Python 3.11
+    wraps one raised while a class is made in RuntimeError) must still end as Ctrl-C does."""
+
+    seen = False
+
+    @classmethod
+    def install(cls) -> None:
+        import signal
+
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, cls._handle)
+
+    @classmethod
+    def _handle(cls, signum: int, frame: object) -> None:
+        cls.seen = True
+        raise KeyboardInterrupt
+
+
 def main() -> None:
     if not any(isinstance(f, _NoPydanticPlugins) for f in sys.meta_path):
         sys.meta_path.insert(0, _NoPydanticPlugins())  # before pydantic is imported
+    _Interrupts.install()
     if _quick_exit_command(sys.argv[1:]):
         # a short command: no cyclic collection while it imports and reads its file (its
         # passes over pydantic's and the plan's objects cost ~25 ms of `up` of 100 nodes);
@@ -222,6 +244,11 @@ def main() -> None:
         cli(prog_name="netrig")  # prog_name also names the completion variable
     except KeyboardInterrupt:  # Ctrl-C while a command's modules load, before it created anything
         sys.stderr.write("netrig: interrupted\n")
+        sys.exit(130)
+    except Exception:
+        if not _Interrupts.seen:  # a real error
+            raise
+        sys.stderr.write("netrig: interrupted\n")  # and came out as another error
         sys.exit(130)
     except SystemExit as done:  # click ends every command so, success included
         if _quick_exit_command(sys.argv[1:]):

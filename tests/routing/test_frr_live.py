@@ -214,8 +214,13 @@ def test_node_stop_and_start_restart_every_frr_daemon_with_bfd(daemon_lab) -> No
     lab = daemon_lab(
         {"topology": {"kind": "chain", "nodes": 3}, "routing": {"protocol": "bgp", "bfd": True}}
     )
-    peers = vtysh(lab, "n2", "show bfd peers brief")
-    assert len(re.findall(r"\bup\b", peers)) >= 2, peers  # one session per link at least
+
+    # `up` promises routes; BFD's sessions come up beside them (in CI one was still in
+    # init just after `up`): one per link at least, waited for
+    def bfd_up() -> bool:
+        return len(re.findall(r"\bup\b", vtysh(lab, "n2", "show bfd peers brief"))) >= 2
+
+    assert wait_for(bfd_up, 10) is not None, vtysh(lab, "n2", "show bfd peers brief")
     stopped = netrig_cli("node", lab.name, "n2", "stop")
     assert stopped.returncode == 0, stopped.stderr
     assert all(d in stopped.stdout for d in ("n2/zebra", "n2/bfdd", "n2/bgpd")), stopped.stdout
