@@ -22,7 +22,9 @@ import threading
 import weakref
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Generic, TypeVar
+from typing import Generic, NoReturn, TypeVar
+
+from netrig.base import stopsignals
 
 T = TypeVar("T")
 
@@ -113,37 +115,38 @@ def start(work: Callable[[], T]) -> Pending[T] | None:
     parent = os.getpid()
     # the signals that stop netrig wait until the fork is done: one handled inside it (in
     # the at-fork hooks modules such as logging register) would be printed and dropped
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        pid = os.fork()
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        os.close(read)
-        os.close(write)
-        raise
-    if pid == 0:  # the child: compute, write, leave without the parent's clean-ups
-        # (the stop signals stay blocked here: the parent ends it, by SIGKILL, if it must)
-        code = 1
+    with stopsignals.held():
         try:
+            pid = os.fork()
+        except BaseException:
             os.close(read)
-            _die_with(parent)
-            gc.disable()  # collection would copy pages shared with the parent, for nothing
-            try:
-                reply: tuple[bool, object] = (True, work())
-            except Exception as exc:  # reported to the parent, which raises ChildFailed
-                reply = (False, f"{type(exc).__name__}: {exc}")
-            with os.fdopen(write, "wb") as out:
-                out.write(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
-            code = 0
-        finally:  # KeyboardInterrupt too: the parent sees no data and a failed child
-            os._exit(code)
-    signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            os.close(write)
+            raise
+        if pid == 0:  # still holding them: the parent ends the child, by SIGKILL, if it must
+            _child(work, read, write, parent)
     os.close(write)
     return Pending(pid, read)
 
 
+def _child(work: Callable[[], object], read: int, write: int, parent: int) -> NoReturn:
+    """Compute, write, leave without the parent's clean-ups."""
+    code = 1
+    try:
+        os.close(read)
+        _die_with(parent)
+        gc.disable()  # collection would copy pages shared with the parent, for nothing
+        try:
+            reply: tuple[bool, object] = (True, work())
+        except Exception as exc:  # reported to the parent, which raises ChildFailed
+            reply = (False, f"{type(exc).__name__}: {exc}")
+        with os.fdopen(write, "wb") as out:
+            out.write(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+        code = 0
+    finally:  # KeyboardInterrupt too: the parent sees no data and a failed child
+        os._exit(code)
+
+
 PR_SET_PDEATHSIG = 1
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 def _die_with(parent: int) -> None:

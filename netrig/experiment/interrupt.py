@@ -18,7 +18,9 @@ from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from netrig.base.stopsignals import STOP_SIGNALS
+
+SIGNALS = STOP_SIGNALS
 
 
 class StopSignal:

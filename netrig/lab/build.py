@@ -18,11 +18,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from netrig.base import stopsignals
 from netrig.lab import netns, nlwire
 from netrig.lab.ledger import Ledger
 from netrig.plan.model import LabPlan, LinkPlan, NodePlan
@@ -169,9 +170,9 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
 
     def run(i: int) -> None:
         try:
-            # started with HELD_SIGNALS blocked: unblocked here, so nothing this thread
+            # started with the stop signals blocked: unblocked here, so nothing this thread
             # starts inherits a mask that would keep SIGTERM from it
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stopsignals.STOP_SIGNALS)
             results[i] = fn(items[i::count], cancel)
         except BaseException as exc:  # re-raised in the caller
             errors.append(exc)
@@ -182,7 +183,7 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
     try:
         # a signal landing inside Thread.start() would leave that thread running unjoined
         # (and creating namespaces behind the clean-up): held until all have started
-        with _signals_held():
+        with stopsignals.held():
             for thread in threads:
                 thread.start()
                 started.append(thread)
@@ -196,23 +197,6 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
     if errors:
         raise errors[0]
     return results  # type: ignore[return-value]
-
-
-HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Block the signals that interrupt a build for a moment; one that came meanwhile is
-    delivered (and raises) when they are unblocked."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # Python handles signals in the main thread only
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 LEDGER_EVERY = 0.05  # s: how often a worker writes the identities of the namespaces it made

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, TypeVar
 
-from netrig.base import forked
+from netrig.base import forked, stopsignals
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -226,19 +226,13 @@ class SpareNamespaces:
     def start(self) -> SpareNamespaces:
         if not self.count or self._thread is not None:
             return self
-        import signal
-
-        # the thread blocks the signals that end `up`, so the kernel hands them to the
-        # main thread (a new thread inherits the mask: blocked around its start)
-        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-        try:
+        # the thread keeps the signals that end `up` blocked (it inherits the mask), so the
+        # kernel hands them to the main thread
+        with stopsignals.held():
             self._thread = forked.quiet(
                 threading.Thread(target=self._make, name="netrig-spare", daemon=True)
             )
             self._thread.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return self
 
     def _make(self) -> None:  # system calls only (forked.quiet): no imports, no locks
