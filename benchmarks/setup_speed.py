@@ -202,12 +202,18 @@ def limit_verdict(label: str, value: float, goal: float, unit: str) -> str:
     )
 
 
+# What `netrig up` imports before it can read a lab file: its CLI, YAML and validation
+# libraries. Their start-up alone, timed with the ways, is the floor under netrig's own.
+LIBRARIES = "import click, yaml; from pydantic import BaseModel"
+
+
 def ring_comparison(n: int, reps: int, tag: str, ref_dir: str, tmp: str) -> dict[str, Way]:
     ways = {
         "seed000": Way("seed000_ring.sh (bridge + STP ring, no routes)"),
         "ipbatch": Way("ipbatch_ring.py (ip -batch; checks nothing)"),
         "up": Way("netrig up (default check; Python start-up incl.)"),
         "nocheck": Way("netrig up --no-check"),
+        "libraries": Way("python -c 'import click, yaml, pydantic' (no lab)"),
     }
     body = f"topology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
     rng = random.Random(12)
@@ -220,6 +226,8 @@ def ring_comparison(n: int, reps: int, tag: str, ref_dir: str, tmp: str) -> dict
                 ways[key].times.append(reference("seed000_ring.sh", n, prefix, ref_dir))
             elif key == "ipbatch":
                 ways[key].times.append(reference("ipbatch_ring.py", n, prefix, ref_dir))
+            elif key == "libraries":
+                ways[key].times.append(run_measured([sys.executable, "-c", LIBRARIES])[0])
             else:
                 name = f"{tag}{key[0]}{rep}"
                 path = lab_file(tmp, name, body)
@@ -292,6 +300,15 @@ def main() -> None:
         print(verdict("netrig up vs ipbatch (ipbatch / netrig)", ipb / up, 1))
         print(verdict("netrig up vs seed 000 (seed000 / netrig)", seed / up, 20))
         print(verdict("netrig up --no-check vs ipbatch", ipb / nocheck, 2))
+        libraries = ways["libraries"].median()
+        build = statistics.median(ways["nocheck"].notes.get("build", [0.0]))
+        print(
+            f"where --no-check's {nocheck:.3f} s goes: Python start-up and the imports of "
+            f"click, PyYAML and pydantic {libraries:.3f} s, the build (netrig's own figure) "
+            f"{build:.3f} s, the rest (netrig's modules, reading and planning the file, "
+            f"waiting for carriers, exit) {nocheck - libraries - build:.3f} s; the goal "
+            f"leaves {ipb / 2:.3f} s"
+        )
         names = naming(n, 3 if args.quick else 7, tag)
         files, links = (statistics.median(names[k]) for k in ("files", "links"))
         print(
