@@ -50,6 +50,26 @@ def port_address(gw_node: NodePlan, net: NetworkPlan, version: int) -> str | Non
 Gateway = tuple[int, NetworkPlan, str, int]  # (host vertex, network, own port, cost)
 
 
+def gateway_hops(
+    node: NodePlan, gateway_set: int, version: int, gateways: list[Gateway],
+    hosts: list[NodePlan],
+) -> list[tuple[str, int]] | None:  # fmt: skip
+    """(gateway address, own ifindex) of each gateway in the bit set (bit j: gateways[j],
+    hosts indexed by vertex); None if one has no address of this family (no route then).
+    Both planners' (netrig.plan.routes and routes_py)."""
+    out = []
+    for j in range(gateway_set.bit_length()):
+        if not gateway_set >> j & 1:
+            continue
+        v, net, port, _ = gateways[j]
+        gw = port_address(hosts[v], net, version)
+        if gw is None:
+            return None
+        bridge = node.bridge
+        out.append((gw, bridge.index if bridge and port == bridge.name else node.iface(port).index))
+    return out
+
+
 def gateways_of(
     name: str, links: list[tuple[int, int]], nets: list[NetworkPlan], h_index: dict[str, int]
 ) -> list[Gateway]:

@@ -30,11 +30,11 @@ from netrig.plan.prefixes import (
     choice_values,
     destination_prefixes,
     dijkstra,
+    gateway_hops,
     gateways_of,
     in_processes,
     merge_runs,
     pool_ranges,
-    port_address,
     smallest_table,
 )
 
@@ -81,9 +81,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
                 allowed, values = _allowed(hit, multipath)
                 allowed[s] = ANY
                 allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
-                routes[name] = spans.routes(
-                    allowed, values, gateways, plan.nodes[name], host_plans
-                )
+                routes[name] = spans.routes(allowed, values, gateways, plan.nodes[name], host_plans)
         return routes
 
     # in_processes plans every share here where forking is not safe (other threads run)
@@ -234,7 +232,7 @@ class _Spans:
             hops: dict[int, list[tuple[str, int]] | None] = {}
             for first, size_log, value in table:
                 if value not in hops:
-                    hops[value] = _nexthops(values[value], version, gateways, node, hosts)
+                    hops[value] = gateway_hops(node, values[value], version, gateways, hosts)
                 nexthops = hops[value]
                 if nexthops is not None:
                     out.append(
@@ -299,28 +297,6 @@ def distances(
         adj[r].append((c, w))
         adj[c].append((r, w))
     return np.array([dijkstra(adj, s, n_v) for s in range(n_h)], dtype=float).reshape(n_h, n_v)
-
-
-def _nexthops(  # type: ignore[no-untyped-def]
-    gateway_set: int, version: int, gateways, node: NodePlan, hosts
-) -> list[tuple[str, int]] | None:
-    """(gateway address, own ifindex) of each gateway in the bit set; None if one has no
-    address of this family (no route then)."""
-    out = []
-    for j in range(gateway_set.bit_length()):
-        if not gateway_set >> j & 1:
-            continue
-        v, net, port, _ = gateways[j]
-        gw = port_address(hosts[v], net, version)
-        if gw is None:
-            return None
-        ifindex = (
-            node.bridge.index
-            if node.bridge and port == node.bridge.name
-            else node.iface(port).index
-        )
-        out.append((gw, ifindex))
-    return out
 
 
 def _text(addr: int, version: int) -> str:

@@ -26,16 +26,15 @@ from netrig.plan.prefixes import (
     choice_values,
     destination_prefixes,
     dijkstra,
+    gateway_hops,
     gateways_of,
     in_processes,
     pool_ranges,
-    port_address,
     smallest_table,
 )
 
 PYTHON_BELOW = 400  # vertices; netrig.plan.routes' SCIPY_FROM_VERTICES
 RTOL, ATOL = 1e-05, 1e-08  # numpy.isclose's defaults: next hops are picked by its very test
-
 
 
 def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]:
@@ -186,7 +185,7 @@ def _tables(
         nexthops: dict[int, list[tuple[str, int]] | None] = {}
         for start, size_log, value in table:
             if value not in nexthops:
-                nexthops[value] = _nexthops(node, values[value], version, gateways, hosts)
+                nexthops[value] = gateway_hops(node, values[value], version, gateways, hosts)
             hops = nexthops[value]
             if hops is None:
                 continue
@@ -195,25 +194,6 @@ def _tables(
                 cidr = cidrs[version, start, size_log] = _cidr(version, bits, start, size_log)
             routes.append(RoutePlan(cidr, list(hops)))
     return routes
-
-
-def _nexthops(
-    node: NodePlan, gateway_set: int, version: int, gateways: list[Gateway],
-    hosts: list[NodePlan],
-) -> list[tuple[str, int]] | None:  # fmt: skip
-    """(gateway address, own ifindex) of each gateway in the bit set; None if one has no
-    address of this family (no route then, as in netrig.plan.routes)."""
-    out = []
-    for j in range(gateway_set.bit_length()):
-        if not gateway_set >> j & 1:
-            continue
-        v, net, port, _ = gateways[j]
-        gw = port_address(hosts[v], net, version)
-        if gw is None:
-            return None
-        bridge = node.bridge
-        out.append((gw, bridge.index if bridge and port == bridge.name else node.iface(port).index))
-    return out
 
 
 def _cidr(version: int, bits: int, start: int, size_log: int) -> str:
