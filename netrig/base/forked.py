@@ -115,17 +115,25 @@ def start(work: Callable[[], T]) -> Pending[T] | None:
     parent = os.getpid()
     # the signals that stop netrig wait until the fork is done: one handled inside it (in
     # the at-fork hooks modules such as logging register) would be printed and dropped
-    with stopsignals.held():
-        try:
+    pending: Pending[T] | None = None
+    write_open = True
+    try:
+        with stopsignals.held():
             pid = os.fork()
-        except BaseException:
-            os.close(read)
+            if pid == 0:  # still holding them: the parent ends the child, by SIGKILL, if it must
+                _child(work, read, write, parent)
+            pending = Pending(pid, read)
             os.close(write)
-            raise
-        if pid == 0:  # still holding them: the parent ends the child, by SIGKILL, if it must
-            _child(work, read, write, parent)
-    os.close(write)
-    return Pending(pid, read)
+            write_open = False
+    except BaseException:  # the fork failed, or a signal came while they were held
+        if pending is not None:
+            pending.cancel()  # kills and reaps the child, closes `read`
+        else:
+            os.close(read)
+        if write_open:
+            os.close(write)
+        raise
+    return pending
 
 
 def _child(work: Callable[[], object], read: int, write: int, parent: int) -> NoReturn:

@@ -93,7 +93,7 @@ def build(
     start = time.perf_counter()
     netns.prepare_run_dir()
     nodes = [n for n in plan.nodes.values() if not n.shares]  # a sharing node has none
-    ledger.intend_netns(plan.name, [(n.ns, n.name) for n in nodes])
+    _record_names(plan.name, nodes, ledger)
 
     say(f"creating {len(nodes)} namespaces")
     _create_namespaces(plan, nodes, ledger.state_dir, spare)
@@ -165,13 +165,17 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
     are told to stop and waited for, so nothing is created behind the clean-up's back."""
     count = workers(len(items))
     cancel = threading.Event()
+    all_started = threading.Event()
     results: list[R | None] = [None] * count
     errors: list[BaseException] = []
 
     def run(i: int) -> None:
         try:
             # started with the stop signals blocked: unblocked here, so nothing this thread
-            # starts inherits a mask that would keep SIGTERM from it
+            # starts inherits a mask that would keep SIGTERM from it; only once every
+            # worker runs (a signal this thread took earlier would be raised in the main
+            # thread between two starts, and a worker started then would go unjoined)
+            all_started.wait()
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stopsignals.STOP_SIGNALS)
             results[i] = fn(items[i::count], cancel)
         except BaseException as exc:  # re-raised in the caller
@@ -183,10 +187,16 @@ def in_workers(items: list[T], fn: Callable[[list[T], threading.Event], R]) -> l
     try:
         # a signal landing inside Thread.start() would leave that thread running unjoined
         # (and creating namespaces behind the clean-up): held until all have started
-        with stopsignals.held():
-            for thread in threads:
-                thread.start()
-                started.append(thread)
+        try:
+            with stopsignals.held():
+                for thread in threads:
+                    thread.start()
+                    started.append(thread)
+        except BaseException:
+            cancel.set()  # before they go on
+            raise
+        finally:
+            all_started.set()
         for thread in started:
             thread.join()
     except BaseException:
@@ -264,15 +274,6 @@ def _create_namespaces(
     ledger every LEDGER_EVERY seconds; until then the ledger's intent rows name them
     (trusted by name: the names were free)."""
     sysctls = namespace_sysctls(plan)
-    names = [n.ns for n in nodes]
-    try:
-        netns.make_mount_points(names)
-    except FileExistsError as exc:  # made meanwhile by someone else (preflight found none)
-        taken = os.path.basename(exc.filename2 or exc.filename or "")
-        _forget_from(plan.name, names[names.index(taken) :] if taken in names else [], state_dir)
-        raise LabError(f"creating namespaces: {taken} exists") from None
-    except OSError as exc:
-        raise LabError(f"creating namespaces: {exc}") from exc
     if spare is not None:
         spare.stop()  # no more made behind the workers' backs
 
@@ -314,16 +315,29 @@ def _create_namespaces(
         raise LabError(f"creating namespaces: {exc}") from exc
 
 
-def _forget_from(lab: str, names: list[str], state_dir: str) -> None:
-    """Drop the lab's intent rows of namespaces not made (the first of them taken by
-    someone else): the clean-up that follows trusts an intent row by name."""
-    ledger = Ledger(state_dir)
-    try:
-        for record in ledger.objects(lab, "netns"):
-            if record.name in names and record.state == "intent":
-                ledger.forget_object(record.id)
-    finally:
-        ledger.close()
+def _record_names(lab: str, nodes: list[NodePlan], ledger: Ledger) -> None:
+    """Record every namespace of the lab, then make its name (the file it will be mounted
+    on: netns.make_mount_points), with the stop signals held. Until a namespace's identity
+    is recorded the clean-up trusts its row by name, so no row may outlive a name we did not
+    make: those not made (taken by someone else since preflight looked, or a failure) are
+    forgotten again before any signal can start the clean-up."""
+    names = [n.ns for n in nodes]
+    made: list[str] = []
+    with stopsignals.held():
+        ledger.intend_netns(lab, [(n.ns, n.name) for n in nodes])
+        try:
+            netns.make_mount_points(names, made)
+        except BaseException as exc:
+            unmade = set(names[len(made) :])
+            for record in ledger.objects(lab, "netns"):
+                if record.name in unmade and record.state == "intent":
+                    ledger.forget_object(record.id)
+            if isinstance(exc, FileExistsError):  # preflight found it free
+                taken = os.path.basename(exc.filename2 or exc.filename or "")
+                raise LabError(f"creating namespaces: {taken} exists") from None
+            if isinstance(exc, OSError):
+                raise LabError(f"creating namespaces: {exc}") from exc
+            raise
 
 
 LINKS_PER_BATCH = 512  # veth pairs per batch; bounds the namespace descriptors held open

@@ -164,14 +164,15 @@ def create_here(name: str) -> None:
 LINKS_PER_FILE = 4096  # names per file (ext4 allows 65,000 links to one inode)
 
 
-def make_mount_points(names: list[str]) -> None:
+def make_mount_points(names: list[str], made: list[str] | None = None) -> None:
     """The files under /run/netns that these namespaces will be mounted on (mount_here),
     every one a new name (hard link) of one empty file. Why: creating a file makes ext4
     allocate an inode, 0.1-0.5 ms each right after a lab's were removed (it steps over
     recently freed inodes one by one; measured 100 files 13-41 ms), where a link only adds
     a directory entry (100 in 0.7-1.2 ms). A mount sits on a name, not on the file, so each
     name is a mount point of its own; `ip netns del` and our teardown unmount and unlink it
-    as any other. FileExistsError if a name is taken."""
+    as any other. FileExistsError if a name is taken; `made` gets each name once its file
+    is there (what a failure left made)."""
     anchor = ""
     for i, name in enumerate(names):
         path = ns_path(name)
@@ -180,6 +181,8 @@ def make_mount_points(names: list[str]) -> None:
             anchor = path
         else:
             os.link(anchor, path)
+        if made is not None:
+            made.append(name)
 
 
 def mount_here(name: str) -> None:
@@ -228,11 +231,15 @@ class SpareNamespaces:
             return self
         # the thread keeps the signals that end `up` blocked (it inherits the mask), so the
         # kernel hands them to the main thread
-        with stopsignals.held():
-            self._thread = forked.quiet(
-                threading.Thread(target=self._make, name="netrig-spare", daemon=True)
-            )
-            self._thread.start()
+        try:
+            with stopsignals.held():
+                self._thread = forked.quiet(
+                    threading.Thread(target=self._make, name="netrig-spare", daemon=True)
+                )
+                self._thread.start()
+        except BaseException:  # a signal delivered as they were released: __exit__ won't run
+            self.close()
+            raise
         return self
 
     def _make(self) -> None:  # system calls only (forked.quiet): no imports, no locks

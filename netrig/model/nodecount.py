@@ -40,7 +40,7 @@ def topology_nodes(topo: Any) -> int | None:
             case "fat-tree":
                 half = int(get("k")) // 2
                 return half * half + 4 * half * half + 2 * half**3
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):  # e.g. `nodes: .inf`: int() overflows
         pass
     return None
 
@@ -72,5 +72,5 @@ def lab_file_nodes(path: str) -> int | None:
             return None
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         return lab_nodes(yaml.load(text, Loader=loader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ArithmeticError):
         return None

@@ -368,8 +368,10 @@ def in_processes(
     def plain(share: list[int]) -> PlainRoutes:
         return plain_routes(work(share))
 
-    children = [(share, forked.start(lambda share=share: plain(share))) for share in shares[:-1]]
+    children: list[tuple[list[int], forked.Pending[PlainRoutes] | None]] = []
     try:
+        for share in shares[:-1]:  # each known to the clean-up below as soon as it exists
+            children.append((share, forked.start(lambda share=share: plain(share))))
         routes = work(shares[-1])
         for share, child in children:
             if child is None:  # other threads run here: no fork, this process plans it

@@ -9,7 +9,9 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -164,4 +166,89 @@ def test_up_killed_while_reading_leaves_no_namespace(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         netrig_cli("down", name)  # whatever it named before the kill (if it got so far)
+    assert set(netns.list_names()) == before
+
+
+class _Stop(Exception):
+    """What these tests' SIGINT handler raises (not pytest's KeyboardInterrupt)."""
+
+
+@pytest.fixture
+def sigint_raises_stop() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise _Stop
+
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def interrupt_main_thread() -> None:
+    """SIGINT to this thread: held (stopsignals.held), it comes as they are released."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+
+@requires_root
+def test_a_signal_held_over_the_spare_threads_start_stops_it(
+    sigint_raises_stop: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `with` that would have closed it is never entered: start() itself lets go."""
+    real_quiet = netns.forked.quiet
+
+    def quiet_then_interrupt(thread: threading.Thread) -> threading.Thread:
+        interrupt_main_thread()
+        return real_quiet(thread)
+
+    before = held_namespaces()
+    monkeypatch.setattr(netns.forked, "quiet", quiet_then_interrupt)
+    spare = netns.SpareNamespaces(50)
+    with pytest.raises(_Stop):
+        spare.start()
+    monkeypatch.undo()
+    assert spare._thread is not None and not spare._thread.is_alive()
+    assert held_namespaces() == before
+
+
+@requires_root
+def test_a_signal_while_names_are_made_spares_a_name_taken_meanwhile(
+    lab_name: str, sigint_raises_stop: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone takes a name after preflight, and Ctrl-C comes while netrig records and
+    makes the names: the clean-up that follows leaves theirs alone (before the fix the
+    signal started it with the taken name still recorded, and it was deleted)."""
+    lab = Lab.from_spec({"name": lab_name, "topology": {"kind": "chain", "nodes": 3}})
+    taken = lab.plan.nodes["n2"].ns
+    real = netns.make_mount_points
+
+    def taken_meanwhile(names: list[str], made: list[str] | None = None) -> None:
+        real([taken])  # someone else's, made between the record and ours
+        interrupt_main_thread()
+        real(names, made)
+
+    monkeypatch.setattr(netns, "make_mount_points", taken_meanwhile)
+    try:
+        with pytest.raises(_Stop):
+            lab.up()  # its own clean-up runs on the way out
+        monkeypatch.undo()
+        assert netns.exists(taken)  # theirs: untouched
+        assert not netns.exists(lab.plan.nodes["n1"].ns)
+        lab.down()
+        assert netns.exists(taken)
+    finally:
+        monkeypatch.undo()
+        lab.down()
+        os.unlink(netns.ns_path(taken))
+    assert not any(netns.exists(n.ns) for n in lab.plan.nodes.values())
+
+
+@requires_root
+def test_a_size_the_hint_cannot_count_is_the_models_error(tmp_path: Path) -> None:
+    lab_file = tmp_path / "inf.yaml"
+    lab_file.write_text(f"name: {new_lab_name()}\ntopology: {{kind: ring, nodes: .inf}}\n")
+    before = set(netns.list_names())
+    done = netrig_cli("up", str(lab_file))
+    assert done.returncode == 2, done.stderr
+    assert "inf.yaml:2" in done.stderr and "Traceback" not in done.stderr
     assert set(netns.list_names()) == before

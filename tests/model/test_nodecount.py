@@ -57,6 +57,15 @@ def test_what_it_cannot_tell_is_none() -> None:
     assert lab_nodes({"topology": {"kind": "pair"}, "nodes": [{"name": "n1"}]}) == 2
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 10**400, -7, True])
+def test_no_size_makes_it_fail(value: object) -> None:
+    """A hint only: a size the model will refuse (`nodes: .inf` overflows int()) is None
+    or a number, never an exception before the model can say where it is wrong."""
+    for kind, params in _TOPOLOGY_PARAMS.items():
+        got = topology_nodes({"kind": kind, **{p: value for p in params}})
+        assert got is None or isinstance(got, int)
+
+
 def test_files_it_does_not_read(tmp_path: Path) -> None:
     (tmp_path / "lab.clab.yml").write_text("name: x\ntopology: {kind: ring, nodes: 3}\n")
     (tmp_path / "bad.yaml").write_text("name: x\ntopology: {kind: ring, nodes: 3\n")
