@@ -7,10 +7,14 @@ session ends by checking that none of this run's namespaces is left on the host.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -116,3 +120,34 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             teardown(ledger, name)
         session.exitstatus = 1
         print(f"\nERROR: tests left namespaces behind: {leftovers[:10]}", file=sys.stderr)
+
+
+class SigintStop(Exception):
+    """What SIGINT raises under the `sigint_raises` fixture (not KeyboardInterrupt, which
+    pytest takes as the user's)."""
+
+
+@pytest.fixture
+def sigint_raises() -> Iterator[type[SigintStop]]:
+    """SIGINT raises the class this yields (take it from here: pytest's `conftest` and an
+    imported `tests.conftest` are two modules with a class each). One left pending, or
+    blocked by a failing test, is delivered and dropped before the handler is put back."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise SigintStop
+
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        yield SigintStop
+    finally:
+        with contextlib.suppress(SigintStop):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        with contextlib.suppress(SigintStop):
+            time.sleep(0.01)
+        signal.signal(signal.SIGINT, before)
+
+
+def interrupt_main_thread() -> None:
+    """SIGINT to the main thread alone: while it holds the stop signals
+    (netrig.base.stopsignals.held), it comes as they are released."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)

@@ -3,48 +3,22 @@ held block started is not lost when a signal held meanwhile is delivered at its 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from netrig.base import forked, stopsignals
-
-
-class Stop(Exception):
-    """What the test's SIGINT handler raises (not KeyboardInterrupt: pytest's own)."""
-
-
-@pytest.fixture
-def sigint_raises_stop() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise Stop
-
-    before = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        # a test that failed may leave them blocked with one pending: deliver it here
-        with contextlib.suppress(Stop):
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, stopsignals.STOP_SIGNALS)
-        with contextlib.suppress(Stop):
-            time.sleep(0.01)
-        signal.signal(signal.SIGINT, before)
+from tests.conftest import SigintStop, interrupt_main_thread
 
 
 def blocked_stop_signals() -> set[int]:
     return set(signal.pthread_sigmask(signal.SIG_BLOCK, ())) & set(stopsignals.STOP_SIGNALS)
 
 
-def interrupt_main_thread() -> None:
-    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-
-
-def test_a_signal_storm_never_leaves_the_signals_blocked(sigint_raises_stop: None) -> None:
+def test_a_signal_storm_never_leaves_the_signals_blocked(sigint_raises: type[SigintStop]) -> None:
     """A handler that raises at either end of held() (Python runs handlers at the end of
     every pthread_sigmask call, and at the start of any Python function) must not leave
     them blocked: before the fix, one landing just as held() blocked left SIGINT, SIGTERM
@@ -70,12 +44,12 @@ def test_a_signal_storm_never_leaves_the_signals_blocked(sigint_raises_stop: Non
                 try:
                     with stopsignals.held():
                         pass
-                except Stop:
+                except sigint_raises:
                     stopped += 1
             sender.join()
             time.sleep(0.05)  # the last one sent, if pending, is delivered here
             break
-        except Stop:  # landed outside the block (in the loop's own lines): go on
+        except sigint_raises:  # landed outside the block (in the loop's own lines): go on
             continue
     assert stopped > 0  # the storm did reach the block
     assert longest < 1000 and not blocked_stop_signals()
@@ -86,7 +60,7 @@ def fds() -> set[str]:
 
 
 def test_a_signal_held_over_a_fork_ends_the_child_and_closes_its_pipe(
-    sigint_raises_stop: None, monkeypatch: pytest.MonkeyPatch
+    sigint_raises: type[SigintStop], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     children: list[int] = []
     real_fork = os.fork
@@ -100,7 +74,7 @@ def test_a_signal_held_over_a_fork_ends_the_child_and_closes_its_pipe(
 
     before = fds()
     monkeypatch.setattr(os, "fork", fork_then_interrupt)
-    with pytest.raises(Stop):
+    with pytest.raises(sigint_raises):
         forked.start(lambda: time.sleep(60))
     monkeypatch.undo()
     assert len(children) == 1

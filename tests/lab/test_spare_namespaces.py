@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -20,7 +19,14 @@ import pytest
 from netrig.lab import netns
 from netrig.lab.build import LabError, build
 from netrig.rig import Lab
-from tests.conftest import netrig_cli, new_lab_name, requires_root, running
+from tests.conftest import (
+    SigintStop,
+    interrupt_main_thread,
+    netrig_cli,
+    new_lab_name,
+    requires_root,
+    running,
+)
 
 HOST_NETNS = os.stat("/proc/self/ns/net").st_ino
 
@@ -169,30 +175,9 @@ def test_up_killed_while_reading_leaves_no_namespace(tmp_path: Path) -> None:
     assert set(netns.list_names()) == before
 
 
-class _Stop(Exception):
-    """What these tests' SIGINT handler raises (not pytest's KeyboardInterrupt)."""
-
-
-@pytest.fixture
-def sigint_raises_stop() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise _Stop
-
-    before = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
-def interrupt_main_thread() -> None:
-    """SIGINT to this thread: held (stopsignals.held), it comes as they are released."""
-    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-
-
 @requires_root
 def test_a_signal_held_over_the_spare_threads_start_stops_it(
-    sigint_raises_stop: None, monkeypatch: pytest.MonkeyPatch
+    sigint_raises: type[SigintStop], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The `with` that would have closed it is never entered: start() itself lets go."""
     real_quiet = netns.forked.quiet
@@ -204,7 +189,7 @@ def test_a_signal_held_over_the_spare_threads_start_stops_it(
     before = held_namespaces()
     monkeypatch.setattr(netns.forked, "quiet", quiet_then_interrupt)
     spare = netns.SpareNamespaces(50)
-    with pytest.raises(_Stop):
+    with pytest.raises(sigint_raises):
         spare.start()
     monkeypatch.undo()
     assert spare._thread is not None and not spare._thread.is_alive()
@@ -213,7 +198,7 @@ def test_a_signal_held_over_the_spare_threads_start_stops_it(
 
 @requires_root
 def test_a_signal_while_names_are_made_spares_a_name_taken_meanwhile(
-    lab_name: str, sigint_raises_stop: None, monkeypatch: pytest.MonkeyPatch
+    lab_name: str, sigint_raises: type[SigintStop], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Someone takes a name after preflight, and Ctrl-C comes while netrig records and
     makes the names: the clean-up that follows leaves theirs alone (before the fix the
@@ -229,7 +214,7 @@ def test_a_signal_while_names_are_made_spares_a_name_taken_meanwhile(
 
     monkeypatch.setattr(netns, "make_mount_points", taken_meanwhile)
     try:
-        with pytest.raises(_Stop):
+        with pytest.raises(sigint_raises):
             lab.up()  # its own clean-up runs on the way out
         monkeypatch.undo()
         assert netns.exists(taken)  # theirs: untouched
