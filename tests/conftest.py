@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -28,6 +29,12 @@ from netrig.rig import Lab
 
 RUN_TAG = uuid.uuid4().hex[:4]
 _names: list[str] = []
+
+# the plans `netrig up` remembers (netrig.rig.plancache) go to a directory of this run's,
+# not the host's: none is left behind (this module is imported twice: made once)
+PLAN_CACHE_PREFIX = "netrig-test-plans-"
+if "NETRIG_PLAN_CACHE" not in os.environ:  # one the user chose is kept
+    os.environ["NETRIG_PLAN_CACHE"] = tempfile.mkdtemp(prefix=PLAN_CACHE_PREFIX)
 
 requires_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
@@ -111,6 +118,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print(f"\nERROR: CI=true and {len(_skipped)} tests were skipped:", file=sys.stderr)
         for line in _skipped[:20]:
             print(f"  {line}", file=sys.stderr)
+    plans = os.environ.get("NETRIG_PLAN_CACHE", "")
+    if os.path.basename(plans).startswith(PLAN_CACHE_PREFIX):
+        shutil.rmtree(plans, ignore_errors=True)
     if os.geteuid() != 0:
         return
     leftovers = [ns for ns in netns.list_names() if any(ns.startswith(n + "-") for n in _names)]

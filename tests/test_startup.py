@@ -166,10 +166,14 @@ def up_static_ring(tmp_path: Path) -> set[str]:
 
 
 @requires_root
-def test_up_of_a_static_ring_imports_only_what_it_uses(tmp_path: Path) -> None:
+def test_up_of_a_static_ring_imports_only_what_it_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No services, firewalls, measurements, daemons or exec lines in the file: none of
     their plugins or helpers is loaded, nor rich (-q prints one line), nor the models of
-    other routing protocols."""
+    other routing protocols. (A file new to netrig, each time: no plan remembered, see
+    tests/rig/test_plancache.py for one that is.)"""
+    monkeypatch.setenv("NETRIG_PLAN_CACHE", "off")
     modules = up_static_ring(tmp_path)
     assert {
         "netrig.cli.cmd_up",

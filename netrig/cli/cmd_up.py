@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from netrig.experiment.interrupt import StopSignal
     from netrig.plan.model import LabPlan
     from netrig.rig import Lab
+    from netrig.rig.plancache import Lookup
 
 TABLE_ROWS = 24
 
@@ -76,13 +77,22 @@ def up(
         require_root("up")
     from netrig.experiment.interrupt import StopSignal
     from netrig.lab.netns import SpareNamespaces
-    from netrig.model.nodecount import lab_file_nodes
+    from netrig.rig import plancache
 
+    # the plan of this file as it is now, if an earlier `up` made it (netrig.rig.plancache)
+    found = None if cluster else plancache.lookup(file, name, topo)
+    if found is not None and found.plan is not None:
+        ahead = len(found.plan.nodes)
+    elif cluster:
+        ahead = 0
+    else:
+        from netrig.model.nodecount import lab_file_nodes
+
+        ahead = lab_file_nodes(file) or 0
     # namespaces made ahead by a thread of their own while the file is read and checked
     # (not for --cluster); those the build does not name are freed when `up` ends
-    ahead = 0 if cluster else lab_file_nodes(file) or 0
     with SpareNamespaces(ahead) as spare:
-        lab = _lab_of(file, name, topo, up_next=not cluster)
+        lab = _lab_of(file, name, topo, up_next=not cluster, found=found)
 
         def progress(msg: str) -> None:
             if not quiet:
@@ -168,13 +178,24 @@ def _up_on_cluster(
 
 
 def _lab_of(
-    file: str, name: str | None = None, topo: str | None = None, up_next: bool = False
+    file: str,
+    name: str | None = None,
+    topo: str | None = None,
+    up_next: bool = False,
+    found: Lookup | None = None,
 ) -> Lab:
-    """A lab file's lab, or the lab of an experiment file's first sweep point."""
-    from netrig.rig import Lab, prepare
+    """A lab file's lab (its plan remembered or to be remembered when `found`), or the lab
+    of an experiment file's first sweep point."""
+    from netrig.rig.lab import Lab
+
+    if found is not None and found.plan is not None:
+        return Lab.from_lookup(found)
+    from netrig.rig import prepare
 
     if not prepare.is_experiment_file(file):
         # a file that does not parse is reported here
+        if found is not None:
+            return Lab.from_lookup(found, up_next=up_next)
         return Lab.from_file(file, name, topo, up_next=up_next)
     point = prepare.load_experiment(file, name=name).points[0]
     if point.values:

@@ -158,6 +158,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
         reachability=spec.check.reachability,
         check_timeout=spec.check.timeout,
         private_run=proto.private_run,
+        routing_daemons=proto.runs_daemons(),
         pools=[str(p) for p in (spec.addressing.ipv4, spec.addressing.ipv6) if p is not None],
     )
     if not (defer_routes and proto.plans_routes() and _routes_in_child(plan, proto)):

@@ -148,6 +148,9 @@ class LabPlan:
     check_timeout: float
     private_run: bool = False
     source_file: str | None = None
+    # the routing plugin starts daemons (False: all its routes are in the plan), so `up`
+    # of a remembered plan (netrig.rig.plancache) needs no plugin loaded for static routes
+    routing_daemons: bool = True
     # the address pools netrig numbers from ("198.18.0.0/15", "2001:2::/48"): a route may
     # cover their unused space (a covering prefix), never space outside them
     pools: list[str] = field(default_factory=list)

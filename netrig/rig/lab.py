@@ -12,22 +12,25 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from netrig import routing
 from netrig.lab import check
 from netrig.lab.build import BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_text
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
 from netrig.plan.model import LabPlan
-from netrig.rig.prepare import catalog, from_spec, plan_file, plan_lab
+from netrig.rig.catalog import catalog
 
 if TYPE_CHECKING:
     from netrig.lab import netns, teardown
     from netrig.model.models import LabSpec
+    from netrig.rig.hostneeds import Need
+    from netrig.rig.plancache import Lookup
     from netrig.routing import RoutingProtocol
 
 # Imported where they are used, not here: a lab without firewalls, services, exec lines or
 # daemons (a static ring) never loads the firewall or service plugins, the process helpers
-# of the lab core or its teardown (`netrig up` starts fast; tests/test_startup.py).
+# of the lab core or its teardown (`netrig up` starts fast; tests/test_startup.py); a lab
+# whose plan was remembered (netrig.rig.plancache) loads neither the model nor its routing
+# plugin when its routing runs no daemons.
 
 
 class Lab(LabRuntime):
@@ -40,24 +43,61 @@ class Lab(LabRuntime):
         self.check_result: check.CheckResult | None = None
         self._owner = False  # True when this object built the lab (and so removes it on exit)
         self._protocol: RoutingProtocol | None = None
+        # where to remember the plan once the lab is up, and what it needs from a host
+        self._remember: tuple[Lookup, list[Need]] | None = None
 
     # ------------------------------------------------------------ construction
 
     @classmethod
     def from_file(
-        cls, path: str, name: str | None = None, topo: str | None = None, up_next: bool = False
+        cls,
+        path: str,
+        name: str | None = None,
+        topo: str | None = None,
+        up_next: bool = False,
+        cache: bool = False,
     ) -> Lab:
         """A lab file (netrig, containerlab or Mininet), as lab NAME if given. up_next: `up`
         follows at once, so static routes are planned in a forked child meanwhile (`up`
         waits for them before installing them; if it is not called, call
-        `lab.plan.cancel_routes()`)."""
+        `lab.plan.cancel_routes()`). cache: use the plan an earlier `up` of the same file
+        made, and remember this one once up (netrig.rig.plancache; what `netrig up` does)."""
+        if cache:
+            from netrig.rig import plancache
+
+            found = plancache.lookup(path, name, topo)
+            if found is not None:
+                return cls.from_lookup(found, up_next)
+        from netrig.rig.prepare import plan_file
+
         plan = plan_file(path, name, topo, defer_routes=up_next)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
     @classmethod
+    def from_lookup(cls, found: Lookup, up_next: bool = False) -> Lab:
+        """The lab of a file looked up in the plans remembered (netrig.rig.plancache): the
+        plan found, else the file's bytes as looked up planned now, and remembered once
+        the lab is up."""
+        if found.plan is not None:
+            found.plan.source_file = os.path.abspath(found.path)
+            return cls(found.plan)
+        from netrig.rig.prepare import plan_netrig_bytes
+
+        planned = plan_netrig_bytes(found.path, found.data, found.name, defer_routes=up_next)
+        if planned is None:  # another tool's file after all (containerlab, by content)
+            return cls.from_file(found.path, found.name, up_next=up_next)
+        plan, needs = planned
+        plan.source_file = os.path.abspath(found.path)
+        lab = cls(plan)
+        lab._remember = (found, needs)
+        return lab
+
+    @classmethod
     def from_spec(cls, spec: LabSpec | dict[str, Any]) -> Lab:
         """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
+        from netrig.rig.prepare import from_spec, plan_lab
+
         return cls(plan_lab(from_spec(spec)))
 
     # ------------------------------------------------------------ lifecycle
@@ -110,6 +150,10 @@ class Lab(LabRuntime):
             self.down()
             raise
         self.ledger.set_lab_state(self.name, "up")
+        if self._remember is not None:
+            found, needs = self._remember
+            self._remember = None
+            found.remember(self.plan, needs)
         return self.timings
 
     @property
@@ -122,6 +166,8 @@ class Lab(LabRuntime):
     def protocol(self) -> RoutingProtocol:
         """The routing plugin of this lab, configured as the file said."""
         if self._protocol is None:
+            from netrig import routing
+
             self._protocol = routing.make(self.plan.protocol, self.plan.routing_options)
         return self._protocol
 
@@ -137,6 +183,8 @@ class Lab(LabRuntime):
 
     def _start_routing(self, say: Progress) -> None:
         """Start the protocol's daemons (if any) and wait until it says it has converged."""
+        if not self.plan.routing_daemons:
+            return
         proto = self.protocol
         if not proto.runs_daemons():
             return
@@ -152,6 +200,8 @@ class Lab(LabRuntime):
         """Wait until the routing protocol says every node reaches every other (at once for
         static routing); LabError naming a crashed daemon or the routes still missing.
         Returns the seconds waited."""
+        if not self.plan.routing_daemons:
+            return 0.0
         proto = self.protocol
         if not proto.runs_daemons():
             return 0.0

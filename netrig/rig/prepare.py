@@ -13,58 +13,26 @@ at the file:line that asks for it, before anything is created.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from netrig.model import foreign, yamlmarks
 from netrig.model import load as model_load
-from netrig.model import yamlmarks
-from netrig.model.catalog import Catalog
 from netrig.model.filekind import is_experiment
 from netrig.model.load import LabGraph, Problem, SpecError
 from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
+from netrig.rig import hostneeds
+from netrig.rig.catalog import catalog
+from netrig.rig.hostneeds import Need
 
 if TYPE_CHECKING:
-    from netrig.base.registry import Registry
     from netrig.model.models import LabSpec
     from netrig.plan.experiment import ExperimentPlan
 
 # Imported where they are used, not here: a lab file's `netrig validate` needs neither the
 # experiment model, the host's kernel features, Open vSwitch nor the plugin packages it
 # does not name (tests/test_startup.py checks what it imports).
-
-
-def _routing() -> Registry[Any]:
-    from netrig import routing
-
-    return routing.registry
-
-
-def _firewall() -> Registry[Any]:
-    from netrig import firewall
-
-    return firewall.registry
-
-
-def _services() -> Registry[Any]:
-    from netrig import services
-
-    return services.registry
-
-
-def _measure() -> Registry[Any]:
-    from netrig import measure
-
-    return measure.registry
-
-
-@cache
-def catalog() -> Catalog:
-    """Every plugin registry, each package imported on first use."""
-    return Catalog(_routing, _firewall, _services, _measure)
 
 
 # ------------------------------------------------------------------ lab files
@@ -107,6 +75,24 @@ def plan_file(
     path: str, name: str | None = None, topo: str | None = None, defer_routes: bool = False
 ) -> LabPlan:
     return plan_lab(load_file(path, name, topo), defer_routes)
+
+
+def plan_netrig_bytes(
+    path: str, data: bytes, name: str | None = None, defer_routes: bool = False
+) -> tuple[LabPlan, list[Need]] | None:
+    """A netrig lab file's bytes, read once by a caller that keys them (netrig.rig.plancache),
+    planned, with what the plan needs from a host; None when they are not a netrig lab file
+    (another tool's, an experiment, not UTF-8: plan_file reads and reports those)."""
+    try:  # as open() in text mode reads it (universal newlines)
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError:
+        return None
+    doc = yamlmarks.load(text, path)
+    if foreign.kind_of(path, doc.data) != "netrig" or is_experiment(doc.data):
+        return None
+    graph = model_load.load_doc(foreign.with_name(doc, name), catalog())
+    plan = plan_lab(graph, defer_routes)
+    return plan, [need for need, _where, _message in host_needs(graph, plan)]
 
 
 def is_experiment_file(path: str) -> bool:
@@ -181,6 +167,19 @@ def _checked(exp: ExperimentPlan) -> ExperimentPlan:
 def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -> list[Problem]:
     """What this host lacks for the plan: kernel features and programs, each at the place
     of the file that asks for it (the file itself when only the plan is at hand)."""
+    problems = []
+    for need, where, message in host_needs(graph, plan, file):
+        reason = hostneeds.lacking(need)
+        if reason is not None:
+            problems.append(Problem(where, reason or message))
+    return problems
+
+
+def host_needs(
+    graph: LabGraph | None, plan: LabPlan, file: str = "<spec>"
+) -> list[tuple[Need, str, str]]:
+    """What the plan needs from a host, each with the place of the file that asks for it
+    and what to say when the host lacks it (kernel features, programs, bind sources)."""
 
     def where(path: tuple[str | int, ...], key: bool = False) -> str:
         return graph.where(path) if graph is not None and graph.doc is not None else file
@@ -188,13 +187,14 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
     def node_path(name: str) -> tuple[str | int, ...]:
         return graph.node_paths.get(name, ()) if graph is not None else ()
 
-    problems: list[Problem] = []
+    needs: list[tuple[Need, str, str]] = []
     for i, link in enumerate(plan.links):
         netem = [k for k in ("delay", "jitter", "loss") if getattr(link, k, None)]
-        if netem and not _has_netem():
+        if netem:
             path = graph.links[i].path if graph is not None else ()
-            problems.append(
-                Problem(
+            needs.append(
+                (
+                    ("feature", "netem"),
                     where(path),
                     f"link {link.a}–{link.b} sets {', '.join(netem)}, which needs the netem "
                     "qdisc; this kernel has no netem (see `netrig doctor`)",
@@ -203,50 +203,44 @@ def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -
     cls = catalog().routing.lookup(plan.protocol)
     proto = cls(cls.Options.model_validate(plan.routing_options))  # its options pick its programs
     for program, package in proto.programs.items():
-        if shutil.which(program) is None:
-            problems.append(
-                Problem(
-                    where(("routing", "protocol")),
-                    f"routing {plan.protocol} runs {program}, which is not installed; "
-                    f"install it with: apt-get install -y {package}",
-                )
+        needs.append(
+            (
+                ("program", program),
+                where(("routing", "protocol")),
+                f"routing {plan.protocol} runs {program}, which is not installed; "
+                f"install it with: apt-get install -y {package}",
             )
+        )
     ovs_nodes = [n for n in plan.nodes.values() if n.ovs is not None]
     if ovs_nodes:
-        from netrig.switch import ovs
-
-        missing = ovs.missing_tools(any(n.ovs and n.ovs.controller == "standalone" for n in ovs_nodes))
-        if missing:
-            problems.append(Problem(where(node_path(ovs_nodes[0].name)), missing))
+        standalone = any(n.ovs and n.ovs.controller == "standalone" for n in ovs_nodes)
+        needs.append(
+            (("ovs", "standalone" if standalone else ""), where(node_path(ovs_nodes[0].name)), "")
+        )
     for name, node in plan.nodes.items():
         if node.firewall:
-            lacking = catalog().firewall.lookup(node.firewall["engine"])().missing()
-            if lacking:
-                problems.append(Problem(where((*node_path(name), "firewall", "engine")), lacking))
+            engine = node.firewall["engine"]
+            needs.append(
+                (("firewall", engine), where((*node_path(name), "firewall", "engine")), "")
+            )
         for j, (source, inside, _ro) in enumerate(node.binds):
-            if not os.path.exists(source):
-                problems.append(
-                    Problem(
-                        where((*node_path(name), "binds", j)),
-                        f"{name}: bind {source} → {inside}: {source} does not exist on this host",
-                    )
+            needs.append(
+                (
+                    ("path", source),
+                    where((*node_path(name), "binds", j)),
+                    f"{name}: bind {source} → {inside}: {source} does not exist on this host",
                 )
+            )
         for j, svc in enumerate(node.services):
             plugin = catalog().services.lookup(svc.kind)()
             options = plugin.Options.model_validate(svc.options)
             for program, package in plugin.tools(options).items():
-                if shutil.which(program) is None:
-                    problems.append(
-                        Problem(
-                            where((*node_path(name), "services", j)),
-                            f"service {svc.kind} needs {program}, which is not installed; "
-                            f"install it with: apt-get install -y {package}",
-                        )
+                needs.append(
+                    (
+                        ("program", program),
+                        where((*node_path(name), "services", j)),
+                        f"service {svc.kind} needs {program}, which is not installed; "
+                        f"install it with: apt-get install -y {package}",
                     )
-    return problems
-
-
-def _has_netem() -> bool:
-    from netrig.host import features
-
-    return features.has_feature("netem")
+                )
+    return needs

@@ -1,0 +1,207 @@
+"""Plans of lab files already planned: `netrig up` of a file it has built before, unchanged,
+starts from that plan instead of reading, validating and planning the file again (no YAML,
+no pydantic, no plugin imported for a static lab: ~80 ms of a 100-node `up`).
+
+An entry is found by a digest of everything its plan was made from: the file's bytes, its
+path, `--name`, netrig's own source files and those of the libraries that read the file
+(path, size and mtime of each), and Python's version. Only netrig's own lab files are kept
+(a containerlab file reads the environment, a Mininet file runs Python, an experiment file
+is planned per sweep point). What the plan needs from the host (programs, kernel features,
+bind sources) is asked again on each use; when the host lacks any, the entry is not used and
+the file is read as usual, so the problem is reported at its file:line.
+
+    found = plancache.lookup("ring.yaml", name=None)
+    found.plan                      # the plan (routes read when first asked for), or None
+    found.remember(plan, needs)     # after the plan of found.data was built
+
+Entries are pickles in a directory only this user can write (NETRIG_PLAN_CACHE, else
+/var/cache/netrig/plans for root, ~/.cache/netrig/plans for others; NETRIG_PLAN_CACHE=off
+keeps none); an entry owned by someone else, or writable by others, is never read. The
+newest MAX_ENTRIES are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from netrig.rig.hostneeds import Need, all_met
+
+if TYPE_CHECKING:
+    from netrig.plan.model import LabPlan
+
+FORMAT = 1
+MAX_ENTRIES = 64
+# plans with more routes are not kept: a 10,000-node static grid's 534,000 take 1 s to
+# pickle (18 MB), more than its `up` would gain, since they are planned beside the build
+MAX_ROUTES = 100_000
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the libraries whose files decide what a lab file means (parsing, validation)
+LIBRARIES = ("yaml/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py")
+
+
+def cache_dir() -> str | None:
+    """Where entries live, or None when remembering plans is turned off."""
+    chosen = os.environ.get("NETRIG_PLAN_CACHE")
+    if chosen is not None:
+        return None if chosen in ("", "off", "0") else chosen
+    if os.geteuid() == 0:
+        return "/var/cache/netrig/plans"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "netrig", "plans")
+
+
+def cacheable(path: str, topo: str | None) -> bool:
+    """Only netrig's own lab files (by name: containerlab and Mininet files are not)."""
+    base = os.path.basename(path)
+    return topo is None and not base.endswith((".py", ".clab.yml", ".clab.yaml"))
+
+
+@dataclass
+class Lookup:
+    """The outcome of one lookup: the plan when found, else what to remember it by."""
+
+    path: str
+    name: str | None
+    data: bytes  # the file's bytes as hashed: plan these, so the entry matches them
+    digest: str
+    directory: str | None
+    plan: LabPlan | None = None
+
+    def remember(self, plan: LabPlan, needs: list[Need]) -> None:
+        """Keep `plan` (its routes finished) for the next lookup of the same bytes; a
+        failure to write is not an error of the command that planned it."""
+        if self.directory is None:
+            return
+        with contextlib.suppress(OSError, pickle.PicklingError, RecursionError):
+            _store(self.directory, self.digest, plan, needs)
+
+
+def lookup(path: str, name: str | None = None, topo: str | None = None) -> Lookup | None:
+    """The remembered plan of this file as it is now (Lookup.plan None if there is none);
+    None when this file is not one whose plan is kept, or cannot be read (the loader says
+    why)."""
+    if not cacheable(path, topo):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    directory = cache_dir()
+    found = Lookup(path, name, data, _digest(path, name, data), directory)
+    if directory is not None:
+        found.plan = _load(directory, found.digest)
+    return found
+
+
+# ------------------------------------------------------------------ entries
+
+
+def _digest(path: str, name: str | None, data: bytes) -> str:
+    h = hashlib.blake2b(digest_size=20)
+    for part in (str(FORMAT), sys.version, os.path.abspath(path), name or "", _code_stamp()):
+        h.update(part.encode())
+        h.update(b"\0")
+    h.update(data)
+    return h.hexdigest()
+
+
+def _code_stamp() -> str:
+    """Path, size and mtime of every netrig source file and the libraries' version files:
+    an edited or upgraded netrig or library makes every entry stale (~1 ms)."""
+    stamps: list[str] = []
+    todo = [PACKAGE_DIR]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    stamps.append(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}")
+                elif entry.name != "__pycache__" and entry.is_dir():
+                    todo.append(entry.path)
+    for library in LIBRARIES:
+        for directory in sys.path:
+            try:
+                st = os.stat(os.path.join(directory, library))
+            except OSError:
+                continue
+            stamps.append(f"{directory}/{library}:{st.st_size}:{st.st_mtime_ns}")
+            break
+    stamps.sort()
+    return "\n".join(stamps)
+
+
+def _entry_path(directory: str, digest: str) -> str:
+    return os.path.join(directory, f"{digest}.plan")
+
+
+def _load(directory: str, digest: str) -> LabPlan | None:
+    """The entry's plan, its routes unpickled when first asked for (by the build's helper
+    thread, beside the kernel's work); None if there is no usable entry."""
+    try:
+        fd = os.open(_entry_path(directory, digest), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None  # not written by this user alone: never unpickled
+        try:
+            version, stored, needs, plan, routes = pickle.load(fh)
+        except Exception:  # a torn or foreign file is no entry
+            return None
+    if version != FORMAT or stored != digest or not all_met(needs):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(_entry_path(directory, digest))  # used: kept longest by _prune
+    from netrig.plan.prefixes import route_plans
+
+    plan.routes_later(lambda: route_plans(pickle.loads(routes)), lambda: None)
+    return plan
+
+
+def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> None:
+    from netrig.plan.prefixes import plain_routes
+
+    plan.finish_routes()
+    if sum(len(node.routes) for node in plan.nodes.values()) > MAX_ROUTES:
+        return
+    routes = pickle.dumps(
+        plain_routes({name: node.routes for name, node in plan.nodes.items()}), protocol=5
+    )
+    bare = replace(
+        plan, nodes={name: replace(node, routes=[]) for name, node in plan.nodes.items()}
+    )
+    blob = pickle.dumps((FORMAT, digest, needs, bare, routes), protocol=5)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return  # a directory others can write to is not where we keep pickles
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, _entry_path(directory, digest))
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    _prune(directory)
+
+
+def _prune(directory: str) -> None:
+    """The newest MAX_ENTRIES entries stay (and any being written)."""
+    with os.scandir(directory) as entries:
+        plans = [e for e in entries if e.name.endswith(".plan")]
+    if len(plans) <= MAX_ENTRIES:
+        return
+    plans.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+    for old in plans[MAX_ENTRIES:]:
+        with contextlib.suppress(OSError):
+            os.unlink(old.path)
