@@ -81,8 +81,8 @@ def up(
 
     # the plan of this file as it is now, if an earlier `up` made it (netrig.rig.plancache)
     found = None if cluster else plancache.lookup(file, name, topo)
-    if found is not None and found.plan is not None:
-        ahead = len(found.plan.nodes)
+    if found is not None and found.nodes is not None:
+        ahead = found.nodes
     elif cluster:
         ahead = 0
     else:
@@ -188,7 +188,7 @@ def _lab_of(
     of an experiment file's first sweep point."""
     from netrig.rig.lab import Lab
 
-    if found is not None and found.plan is not None:
+    if found is not None and found.nodes is not None:
         return Lab.from_lookup(found)
     from netrig.rig import prepare
 

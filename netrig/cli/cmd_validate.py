@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from netrig.cli import cli
 from netrig.cli.common import SET_OPTION, parse_overrides, reports_errors, without_collector
+
+if TYPE_CHECKING:
+    from netrig.plan.model import LabPlan
 
 OK = click.style("ok", fg="green")  # click.echo drops the colour when not on a terminal
 
@@ -23,10 +28,18 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
     Prints one line per file of what `netrig up` (or `netrig run`) would do; exit 2 and
     file:line:col messages if anything is wrong. Needs no root.
     """
-    from netrig.rig import prepare
+    from netrig.rig import plancache
 
     sets = parse_overrides(overrides)
     for file in files:
+        # a lab file validated or built before, unchanged, on a host that still has what it
+        # needs: its remembered plan says the same as reading the file again would
+        found = None if sets else plancache.lookup(file, topo=topo)
+        if found is not None and found.plan is not None:
+            _say_lab(file, found.plan)
+            continue
+        from netrig.rig import prepare
+
         if prepare.is_experiment_file(file):
             exp = prepare.load_experiment(file, sets)
             labs = len({p.network for p in exp.points})
@@ -39,11 +52,20 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             continue
         if sets:
             raise click.UsageError("--set applies to experiment files (with measure:)")
-        plan = prepare.plan_file(file, topo=topo if file.endswith(".py") else None)
-        hosts = len(plan.hosts())
-        switches = len(plan.nodes) - hosts
-        parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
-        click.echo(
-            f"{OK} {file}: lab {click.style(plan.name, bold=True)}: {', '.join(parts)}, "
-            f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes"
-        )
+        if found is not None and (planned := prepare.plan_netrig_bytes(file, found.data)):
+            plan, needs = planned  # planned from the bytes looked up: remembered by them
+            _say_lab(file, plan)
+            found.remember(plan, needs)
+        else:
+            _say_lab(file, prepare.plan_file(file, topo=topo if file.endswith(".py") else None))
+
+
+def _say_lab(file: str, plan: LabPlan) -> None:
+    """One line: what `netrig up` would build."""
+    hosts = len(plan.hosts())
+    switches = len(plan.nodes) - hosts
+    parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
+    click.echo(
+        f"{OK} {file}: lab {click.style(plan.name, bold=True)}: {', '.join(parts)}, "
+        f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes"
+    )

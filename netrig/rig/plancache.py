@@ -11,6 +11,7 @@ bind sources) is asked again on each use; when the host lacks any, the entry is 
 the file is read as usual, so the problem is reported at its file:line.
 
     found = plancache.lookup("ring.yaml", name=None)
+    found.nodes                     # its node count, or None when no plan is remembered
     found.plan                      # the plan (routes read when first asked for), or None
     found.remember(plan, needs)     # after the plan of found.data was built
 
@@ -23,20 +24,23 @@ newest MAX_ENTRIES are kept.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pickle
 import sys
-import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from netrig.rig.hostneeds import Need, all_met
 
+try:  # hashlib's import loads OpenSSL (~3 ms), for a BLAKE2 that is built in
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
+
 if TYPE_CHECKING:
     from netrig.plan.model import LabPlan
 
-FORMAT = 1
+FORMAT = 2
 MAX_ENTRIES = 64
 # plans with more routes are not kept: a 10,000-node static grid's 534,000 take 1 s to
 # pickle (18 MB), more than its `up` would gain, since they are planned beside the build
@@ -72,7 +76,22 @@ class Lookup:
     data: bytes  # the file's bytes as hashed: plan these, so the entry matches them
     digest: str
     directory: str | None
-    plan: LabPlan | None = None
+    nodes: int | None = None  # the remembered plan's node count (known before it is read)
+    _stored: tuple[bytes, bytes] | None = field(default=None, repr=False)
+    _plan: LabPlan | None = field(default=None, repr=False)
+
+    @property
+    def plan(self) -> LabPlan | None:
+        """The remembered plan, read on first use (its routes when they are first asked
+        for: by the build's helper thread, beside the kernel's work)."""
+        if self._plan is None and self._stored is not None:
+            plan_blob, routes = self._stored
+            self._stored = None
+            from netrig.plan.prefixes import route_plans
+
+            self._plan = pickle.loads(plan_blob)
+            self._plan.routes_later(lambda: route_plans(pickle.loads(routes)), lambda: None)
+        return self._plan
 
     def remember(self, plan: LabPlan, needs: list[Need]) -> None:
         """Keep `plan` (its routes finished) for the next lookup of the same bytes; a
@@ -97,7 +116,9 @@ def lookup(path: str, name: str | None = None, topo: str | None = None) -> Looku
     directory = cache_dir()
     found = Lookup(path, name, data, _digest(path, name, data), directory)
     if directory is not None:
-        found.plan = _load(directory, found.digest)
+        entry = _load(directory, found.digest)
+        if entry is not None:
+            found.nodes, found._stored = entry[0], entry[1:]
     return found
 
 
@@ -105,7 +126,7 @@ def lookup(path: str, name: str | None = None, topo: str | None = None) -> Looku
 
 
 def _digest(path: str, name: str | None, data: bytes) -> str:
-    h = hashlib.blake2b(digest_size=20)
+    h = blake2b(digest_size=20)
     for part in (str(FORMAT), sys.version, os.path.abspath(path), name or "", _code_stamp()):
         h.update(part.encode())
         h.update(b"\0")
@@ -142,9 +163,9 @@ def _entry_path(directory: str, digest: str) -> str:
     return os.path.join(directory, f"{digest}.plan")
 
 
-def _load(directory: str, digest: str) -> LabPlan | None:
-    """The entry's plan, its routes unpickled when first asked for (by the build's helper
-    thread, beside the kernel's work); None if there is no usable entry."""
+def _load(directory: str, digest: str) -> tuple[int, bytes, bytes] | None:
+    """The entry's node count and its pickled plan and routes; None if there is no usable
+    entry (none, another's, torn, stale, or its needs not met here)."""
     try:
         fd = os.open(_entry_path(directory, digest), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
@@ -154,17 +175,14 @@ def _load(directory: str, digest: str) -> LabPlan | None:
         if st.st_uid != os.geteuid() or st.st_mode & 0o022:
             return None  # not written by this user alone: never unpickled
         try:
-            version, stored, needs, plan, routes = pickle.load(fh)
+            version, stored, nodes, needs, plan, routes = pickle.load(fh)
         except Exception:  # a torn or foreign file is no entry
             return None
     if version != FORMAT or stored != digest or not all_met(needs):
         return None
     with contextlib.suppress(OSError):
         os.utime(_entry_path(directory, digest))  # used: kept longest by _prune
-    from netrig.plan.prefixes import route_plans
-
-    plan.routes_later(lambda: route_plans(pickle.loads(routes)), lambda: None)
-    return plan
+    return nodes, plan, routes
 
 
 def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> None:
@@ -179,11 +197,14 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
     bare = replace(
         plan, nodes={name: replace(node, routes=[]) for name, node in plan.nodes.items()}
     )
-    blob = pickle.dumps((FORMAT, digest, needs, bare, routes), protocol=5)
+    bare_blob = pickle.dumps(bare, protocol=5)
+    blob = pickle.dumps((FORMAT, digest, len(plan.nodes), needs, bare_blob, routes), protocol=5)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     st = os.stat(directory)
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         return  # a directory others can write to is not where we keep pickles
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -211,3 +211,36 @@ def test_a_host_that_lost_a_need_gets_the_preflight_message(
     again = netrig_cli("up", "-q", str(path))
     assert again.returncode == 2
     assert f"{path}:6:" in again.stderr and "does not exist on this host" in again.stderr
+
+
+def test_validate_says_the_same_from_a_remembered_plan_without_reading_yaml(
+    cache: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "ring.yaml"
+    path.write_text(RING.format(name="pv", n=12))
+    first = netrig_cli("validate", str(path))
+    assert first.returncode == 0, first.stderr
+    assert "12 hosts, 12 links, routing static" in first.stdout
+    assert len(list(cache.iterdir())) == 1  # validated: remembered
+    modules = imported("validate", str(path))
+    assert not tops(modules) & {"pydantic", "yaml"}
+    assert "netrig.rig.prepare" not in modules
+    again = netrig_cli("validate", str(path))
+    assert (again.returncode, again.stdout) == (0, first.stdout)
+
+
+def test_validate_of_a_remembered_file_whose_bind_went_away_says_where(
+    cache: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "www"
+    source.mkdir()
+    path = tmp_path / "lab.yaml"
+    path.write_text(
+        "name: pb\ntopology: {kind: pair}\nrouting: {protocol: static}\n"
+        f"nodes:\n  - name: n1\n    binds: ['{source}:/srv']\n"
+    )
+    assert netrig_cli("validate", str(path)).returncode == 0
+    source.rmdir()
+    again = netrig_cli("validate", str(path))
+    assert again.returncode == 2
+    assert f"{path}:6:" in again.stderr and "does not exist on this host" in again.stderr
