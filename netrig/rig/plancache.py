@@ -46,8 +46,13 @@ MAX_ENTRIES = 64
 # pickle (18 MB), more than its `up` would gain, since they are planned beside the build
 MAX_ROUTES = 100_000
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the libraries whose files decide what a lab file means (parsing, validation)
-LIBRARIES = ("yaml/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py")
+# the libraries whose files decide what a lab file means (parsing, validation) and what
+# its routes are (big labs are routed with scipy's shortest paths)
+LIBRARIES = (
+    "yaml/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py",
+    "numpy/version.py", "scipy/version.py",
+)  # fmt: skip
+MAX_TOTAL_BYTES = 256 << 20  # and no more than this in all (a 1000-node ring's is ~2 MB)
 
 
 def cache_dir() -> str | None:
@@ -217,12 +222,16 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
 
 
 def _prune(directory: str) -> None:
-    """The newest MAX_ENTRIES entries stay (and any being written)."""
+    """The newest entries stay, at most MAX_ENTRIES and MAX_TOTAL_BYTES (and any being
+    written)."""
     with os.scandir(directory) as entries:
-        plans = [e for e in entries if e.name.endswith(".plan")]
-    if len(plans) <= MAX_ENTRIES:
-        return
-    plans.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
-    for old in plans[MAX_ENTRIES:]:
+        plans = [(e, e.stat()) for e in entries if e.name.endswith(".plan")]
+    plans.sort(key=lambda item: item[1].st_mtime_ns, reverse=True)
+    kept = total = 0
+    for entry, st in plans:
+        total += st.st_size
+        if kept < MAX_ENTRIES and total <= MAX_TOTAL_BYTES:
+            kept += 1
+            continue
         with contextlib.suppress(OSError):
-            os.unlink(old.path)
+            os.unlink(entry.path)

@@ -39,6 +39,12 @@ def remember(path: Path, name: str | None = None, needs: list[Need] | None = Non
     return plan.to_json(with_routes=True)
 
 
+def entry_of(path: Path) -> Path:
+    found = plancache.lookup(str(path))
+    assert found is not None and found.directory is not None
+    return Path(found.directory) / f"{found.digest}.plan"
+
+
 def found_plan(path: Path, name: str | None = None) -> str | None:
     found = plancache.lookup(str(path), name)
     assert found is not None
@@ -51,7 +57,7 @@ def test_the_same_bytes_find_the_same_plan_routes_and_all(cache: Path, tmp_path:
     made = remember(path)
     assert '"routes": [{"dst"' in made  # the routes are in what is compared
     assert found_plan(path) == made
-    assert [p.name for p in cache.iterdir()] == [f"{plancache.lookup(str(path)).digest}.plan"]  # type: ignore[union-attr]
+    assert list(cache.iterdir()) == [entry_of(path)]
 
 
 def test_an_edit_another_name_or_other_code_finds_nothing(
@@ -139,9 +145,13 @@ def test_the_newest_entries_are_kept(
         paths.append(tmp_path / f"r{i}.yaml")
         paths[-1].write_text(RING.format(name=f"pc{i}", n=3))
         remember(paths[-1])
-        os.utime(next(p for p in cache.iterdir() if p.stat().st_nlink), ns=(i, i))
+        os.utime(entry_of(paths[-1]), ns=(i, i))  # written in this order, whatever the clock
     assert len(list(cache.iterdir())) == 2
     assert found_plan(paths[2]) is not None
+    monkeypatch.setattr(plancache, "MAX_TOTAL_BYTES", entry_of(paths[2]).stat().st_size + 10)
+    paths[0].write_text(RING.format(name="pc0", n=3) + "# again\n")
+    remember(paths[0])  # the newest, alone within the bytes allowed
+    assert [found_plan(p) is not None for p in paths] == [True, False, False]
 
 
 def built(summary: str) -> tuple[str, ...]:
