@@ -254,3 +254,22 @@ def test_validate_of_a_remembered_file_whose_bind_went_away_says_where(
     again = netrig_cli("validate", str(path))
     assert again.returncode == 2
     assert f"{path}:6:" in again.stderr and "does not exist on this host" in again.stderr
+
+
+@requires_root
+def test_the_python_api_remembers_when_asked(cache: Path, tmp_path: Path) -> None:
+    from netrig.rig import Lab
+
+    path = tmp_path / "ring.yaml"
+    path.write_text(RING.format(name=new_lab_name("pa"), n=4))
+    first = Lab.from_file(str(path), cache=True)
+    assert not cache.exists()  # remembered once it is up, not before
+    with first:
+        assert first.check_result is not None and not first.check_result.failed
+    assert len(list(cache.iterdir())) == 1
+    again = Lab.from_file(str(path), cache=True)
+    assert again._remember is None  # found, so not to be remembered again
+    fresh = Lab.from_file(str(path)).plan.to_json(with_routes=True)
+    assert again.plan.to_json(with_routes=True) == first.plan.to_json(with_routes=True) == fresh
+    with again:
+        assert again.check_result is not None and not again.check_result.failed
