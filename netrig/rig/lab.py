@@ -145,15 +145,15 @@ class Lab(LabRuntime):
                 from netrig.lab import programs
 
                 programs.start(self, say)
+            if self._remember is not None:  # while a signal still removes the lab
+                found, needs = self._remember
+                self._remember = None
+                found.remember(self.plan, needs)
         except BaseException:
             self.plan.cancel_routes()
             self.down()
             raise
         self.ledger.set_lab_state(self.name, "up")
-        if self._remember is not None:
-            found, needs = self._remember
-            self._remember = None
-            found.remember(self.plan, needs)
         return self.timings
 
     @property

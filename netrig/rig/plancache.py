@@ -26,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -52,6 +54,9 @@ LIBRARIES = (
     "yaml/__init__.py", "pydantic/version.py", "pydantic_core/__init__.py",
     "numpy/version.py", "scipy/version.py",
 )  # fmt: skip
+ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.plan")  # a digest of 20 bytes
+TMP_PREFIX = "netrig-plan-"
+TMP_NAME = re.compile(r"netrig-plan-\w+\.tmp")
 MAX_TOTAL_BYTES = 256 << 20  # and no more than this in all (a 1000-node ring's is ~2 MB)
 
 
@@ -62,7 +67,11 @@ def cache_dir() -> str | None:
         return None if chosen in ("", "off", "0") else chosen
     if os.geteuid() == 0:
         return "/var/cache/netrig/plans"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # unset, or relative: ignored, as the XDG spec says
+        base = os.path.expanduser("~/.cache")
+    if not os.path.isabs(base):  # no home (no HOME, no passwd entry): keep none
+        return None
     return os.path.join(base, "netrig", "plans")
 
 
@@ -132,7 +141,9 @@ def lookup(path: str, name: str | None = None, topo: str | None = None) -> Looku
 
 def _digest(path: str, name: str | None, data: bytes) -> str:
     h = blake2b(digest_size=20)
-    for part in (str(FORMAT), sys.version, os.path.abspath(path), name or "", _code_stamp()):
+    # no --name ("\0") is not --name "" (which the loader refuses)
+    given = "\0" if name is None else name
+    for part in (str(FORMAT), sys.version, os.path.abspath(path), given, _code_stamp()):
         h.update(part.encode())
         h.update(b"\0")
     h.update(data)
@@ -210,7 +221,7 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
         return  # a directory others can write to is not where we keep pickles
     import tempfile
 
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TMP_PREFIX, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(blob)
@@ -222,10 +233,21 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
 
 
 def _prune(directory: str) -> None:
-    """The newest entries stay, at most MAX_ENTRIES and MAX_TOTAL_BYTES (and any being
-    written)."""
+    """The newest entries stay, at most MAX_ENTRIES and MAX_TOTAL_BYTES; a temporary file a
+    killed writer left is removed after an hour. Only this user's files named as this
+    module names them are ever removed (the directory may be one the user chose)."""
+    uid = os.geteuid()
+    plans = []
     with os.scandir(directory) as entries:
-        plans = [(e, e.stat()) for e in entries if e.name.endswith(".plan")]
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != uid or not entry.is_file(follow_symlinks=False):
+                continue
+            if ENTRY_NAME.fullmatch(entry.name):
+                plans.append((entry, st))
+            elif TMP_NAME.fullmatch(entry.name) and time.time() - st.st_mtime > 3600:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
     plans.sort(key=lambda item: item[1].st_mtime_ns, reverse=True)
     kept = total = 0
     for entry, st in plans:

@@ -273,3 +273,66 @@ def test_the_python_api_remembers_when_asked(cache: Path, tmp_path: Path) -> Non
     assert again.plan.to_json(with_routes=True) == first.plan.to_json(with_routes=True) == fresh
     with again:
         assert again.check_result is not None and not again.check_result.failed
+
+
+def test_no_name_is_not_an_empty_name(cache: Path, tmp_path: Path) -> None:
+    """--name "" is refused when the file is read: it must not find the plan kept without
+    --name."""
+    path = tmp_path / "ring.yaml"
+    path.write_text(RING.format(name="pe", n=3))
+    remember(path)
+    assert found_plan(path) is not None and found_plan(path, name="") is None
+
+
+def test_pruning_removes_only_its_own_entries(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plancache, "MAX_ENTRIES", 1)
+    cache.mkdir(mode=0o700)
+    mine = cache / "project.plan"  # a user's file in a directory they chose
+    mine.write_text("not an entry")
+    theirs = cache / ("ab" * 20 + ".plan")  # an entry's name, another owner's file
+    theirs.write_text("x")
+    os.chown(theirs, 12345, 12345)
+    stale = cache / f"{plancache.TMP_PREFIX}x1.tmp"  # a killed writer's
+    stale.write_text("half")
+    os.utime(stale, (0, 0))
+    for i in range(3):
+        path = tmp_path / f"r{i}.yaml"
+        path.write_text(RING.format(name=f"pp{i}", n=3))
+        remember(path)
+        os.utime(entry_of(path), ns=(i, i))
+    left = sorted(p.name for p in cache.iterdir())
+    assert left == sorted([mine.name, theirs.name, entry_of(path).name])
+
+
+def test_a_user_without_a_home_keeps_no_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NETRIG_PLAN_CACHE")
+    monkeypatch.setattr(os, "geteuid", lambda: 12345)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # ignored: not absolute
+    monkeypatch.setenv("HOME", "/home/u")
+    assert plancache.cache_dir() == "/home/u/.cache/netrig/plans"
+    monkeypatch.setattr(os.path, "expanduser", lambda p: p)  # no HOME, no passwd entry
+    assert plancache.cache_dir() is None
+
+
+@requires_root
+def test_a_signal_while_the_plan_is_kept_removes_the_lab(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan is kept before the lab counts as up: an interruption there takes the lab
+    down, as `up` then says."""
+    from netrig.lab.ledger import Ledger
+    from netrig.rig import Lab
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(plancache, "_store", interrupted)
+    path = tmp_path / "ring.yaml"
+    name = new_lab_name("ps")
+    path.write_text(RING.format(name=name, n=3))
+    lab = Lab.from_file(str(path), cache=True)
+    with pytest.raises(KeyboardInterrupt):
+        lab.up(check_reachability=False)
+    assert Ledger().lab(name) is None
