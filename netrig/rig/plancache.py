@@ -11,7 +11,7 @@ bind sources) is asked again on each use; when the host lacks any, the entry is 
 the file is read as usual, so the problem is reported at its file:line.
 
     found = plancache.lookup("ring.yaml", name=None)
-    found.nodes                     # its node count, or None when no plan is remembered
+    found.nodes                     # its namespaces, or None when no plan is remembered
     found.plan                      # the plan (routes read when first asked for), or None
     found.remember(plan, needs)     # after the plan of found.data was built
 
@@ -90,7 +90,7 @@ class Lookup:
     data: bytes  # the file's bytes as hashed: plan these, so the entry matches them
     digest: str
     directory: str | None
-    nodes: int | None = None  # the remembered plan's node count (known before it is read)
+    nodes: int | None = None  # the remembered plan's namespaces (known before it is read)
     _stored: tuple[bytes, bytes] | None = field(default=None, repr=False)
     _plan: LabPlan | None = field(default=None, repr=False)
 
@@ -180,7 +180,7 @@ def _entry_path(directory: str, digest: str) -> str:
 
 
 def _load(directory: str, digest: str) -> tuple[int, bytes, bytes] | None:
-    """The entry's node count and its pickled plan and routes; None if there is no usable
+    """The entry's namespace count and its pickled plan and routes; None if there is no usable
     entry (none, another's, torn, stale, or its needs not met here)."""
     try:
         fd = os.open(_entry_path(directory, digest), os.O_RDONLY | os.O_NOFOLLOW)
@@ -214,7 +214,8 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
         plan, nodes={name: replace(node, routes=[]) for name, node in plan.nodes.items()}
     )
     bare_blob = pickle.dumps(bare, protocol=5)
-    blob = pickle.dumps((FORMAT, digest, len(plan.nodes), needs, bare_blob, routes), protocol=5)
+    namespaces = sum(1 for node in plan.nodes.values() if not node.shares)  # made ahead
+    blob = pickle.dumps((FORMAT, digest, namespaces, needs, bare_blob, routes), protocol=5)
     os.makedirs(directory, mode=0o700, exist_ok=True)
     st = os.stat(directory)
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
