@@ -26,7 +26,9 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
     every sweep point's measurements and events, and what this host lacks for them.
 
     Prints one line per file of what `netrig up` (or `netrig run`) would do; exit 2 and
-    file:line:col messages if anything is wrong. Needs no root.
+    file:line:col messages if anything is wrong. Needs no root. A lab file's plan is
+    remembered for the next `validate` or `up` of the same, unchanged file
+    (NETRIG_PLAN_CACHE=off keeps none).
     """
     from netrig.rig import plancache
 

@@ -63,9 +63,9 @@ class Lab(LabRuntime):
         `lab.plan.cancel_routes()`). cache: use the plan an earlier `up` of the same file
         made, and remember this one once up (netrig.rig.plancache; what `netrig up` does)."""
         if cache:
-            from netrig.rig import plancache
+            from netrig.rig.plancache import lookup
 
-            found = plancache.lookup(path, name, topo)
+            found = lookup(path, name, topo)
             if found is not None:
                 return cls.from_lookup(found, up_next)
         from netrig.rig.prepare import plan_file

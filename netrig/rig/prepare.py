@@ -22,9 +22,8 @@ from netrig.model.filekind import is_experiment
 from netrig.model.load import LabGraph, Problem, SpecError
 from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
-from netrig.rig import hostneeds
 from netrig.rig.catalog import catalog
-from netrig.rig.hostneeds import Need
+from netrig.rig.hostneeds import Need, lacking
 
 if TYPE_CHECKING:
     from netrig.model.models import LabSpec
@@ -59,16 +58,22 @@ def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
 def plan_lab(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     """The plan of a lab, its host needs checked (SpecError at file:line otherwise).
     defer_routes: see netrig.plan.lab.build_plan (the caller finishes or cancels them)."""
+    return _plan_with_needs(graph, defer_routes)[0]
+
+
+def _plan_with_needs(graph: LabGraph, defer_routes: bool) -> tuple[LabPlan, list[Need]]:
+    """plan_lab, with the needs it checked (what a remembered plan asks for again)."""
     plan = build_plan(graph, defer_routes)
     try:
-        problems = host_problems(graph, plan)
+        needs = host_needs(graph, plan)
+        problems = _unmet(needs)
     except BaseException:
         plan.cancel_routes()
         raise
     if problems:
         plan.cancel_routes()
         raise SpecError(problems)
-    return plan
+    return plan, [need for need, _where, _message in needs]
 
 
 def plan_file(
@@ -90,9 +95,9 @@ def plan_netrig_bytes(
     doc = yamlmarks.load(text, path)
     if foreign.kind_of(path, doc.data) != "netrig" or is_experiment(doc.data):
         return None
-    graph = model_load.load_doc(foreign.with_name(doc, name), catalog())
-    plan = plan_lab(graph, defer_routes)
-    return plan, [need for need, _where, _message in host_needs(graph, plan)]
+    return _plan_with_needs(
+        model_load.load_doc(foreign.with_name(doc, name), catalog()), defer_routes
+    )
 
 
 def is_experiment_file(path: str) -> bool:
@@ -167,9 +172,13 @@ def _checked(exp: ExperimentPlan) -> ExperimentPlan:
 def host_problems(graph: LabGraph | None, plan: LabPlan, file: str = "<spec>") -> list[Problem]:
     """What this host lacks for the plan: kernel features and programs, each at the place
     of the file that asks for it (the file itself when only the plan is at hand)."""
+    return _unmet(host_needs(graph, plan, file))
+
+
+def _unmet(needs: list[tuple[Need, str, str]]) -> list[Problem]:
     problems = []
-    for need, where, message in host_needs(graph, plan, file):
-        reason = hostneeds.lacking(need)
+    for need, where, message in needs:
+        reason = lacking(need)
         if reason is not None:
             problems.append(Problem(where, reason or message))
     return problems
