@@ -29,6 +29,7 @@ the goals' (start-up weighs more on a small ring).
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import random
 import re
@@ -39,6 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+import netrig
 from netrig.lab import netns
 
 # The two by-hand references, verbatim copies of the project's shared/reference/ (so a
@@ -295,6 +297,9 @@ def main() -> None:
             sys.exit(f"setup_speed.py: no {script} in {args.reference} (--reference DIR)")
     n = 20 if args.quick else 100
     reps = 1 if args.quick else args.reps
+    # netrig's bytecode as ./setup.sh leaves it: under PYTHONDONTWRITEBYTECODE=1 a module
+    # edited since would be compiled again at every `up` (a few ms each), not netrig's figure
+    compileall.compile_dir(os.path.dirname(netrig.__file__), quiet=1)
     tag = f"b{os.getpid() % 1000}"
     with tempfile.TemporaryDirectory() as tmp:
         # plans remembered by `netrig up` (netrig.rig.plancache) kept here, not in the host's

@@ -197,17 +197,20 @@ class LabPlan:
         if later is not None:
             later[1]()
 
+    def without_routes(self) -> LabPlan:
+        """A copy with no node's routes (nor routes still being planned), for keeping or
+        handing over apart from them; shares everything else with this plan."""
+        return replace(
+            self, nodes={name: replace(node, routes=[]) for name, node in self.nodes.items()}
+        )
+
     def to_dict(self, with_routes: bool = True) -> dict[str, Any]:
         """The plan as JSON-ready data; `from_dict` reads it back equal (lossless)."""
         if with_routes:
             self.finish_routes()
             return asdict(self)
         # the routes left out before asdict copies them (most of a big static lab's plan)
-        return asdict(
-            replace(
-                self, nodes={name: replace(node, routes=[]) for name, node in self.nodes.items()}
-            )
-        )
+        return asdict(self.without_routes())
 
     def to_json(self, with_routes: bool = False) -> str:
         """The same text as json.dumps(self.to_dict(with_routes)), several times faster:

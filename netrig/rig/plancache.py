@@ -29,7 +29,7 @@ import pickle
 import re
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from netrig.rig.hostneeds import Need, all_met
@@ -210,10 +210,7 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
     routes = pickle.dumps(
         plain_routes({name: node.routes for name, node in plan.nodes.items()}), protocol=5
     )
-    bare = replace(
-        plan, nodes={name: replace(node, routes=[]) for name, node in plan.nodes.items()}
-    )
-    bare_blob = pickle.dumps(bare, protocol=5)
+    bare_blob = pickle.dumps(plan.without_routes(), protocol=5)
     namespaces = sum(1 for node in plan.nodes.values() if not node.shares)  # made ahead
     blob = pickle.dumps((FORMAT, digest, namespaces, needs, bare_blob, routes), protocol=5)
     os.makedirs(directory, mode=0o700, exist_ok=True)
