@@ -6,7 +6,6 @@ before anything is created. The expanded `LabGraph` has generated and explicit p
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -122,9 +121,7 @@ def _make_protocol(
     except ValidationError as exc:
         if doc is None:
             raise SpecError([Problem("<spec>", str(exc))]) from None
-        problems = _problems(
-            exc, doc, cls.Options, prefix=("routing",), also_known=("protocol",)
-        )
+        problems = _problems(exc, doc, cls.Options, prefix=("routing",), also_known=("protocol",))
         raise SpecError(problems) from None
     if (
         cls.addressing
@@ -258,6 +255,8 @@ def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:
 
 
 def _did_you_mean(word: str, choices: Any) -> str:
+    import difflib  # for wrong files only
+
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
