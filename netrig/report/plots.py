@@ -208,6 +208,21 @@ def _failed_mark(ax: Any, xs: Sequence[float], label: str, row: int = 0) -> Line
     return mark
 
 
+def _failed_legend(ax: Any, group: Group) -> None:
+    """A legend entry only (no point): a group all of whose runs failed, where the plot has
+    no place to mark it."""
+    ax.plot(
+        [],
+        [],
+        linestyle="none",
+        marker="x",
+        markeredgewidth=2.5,
+        color=FAILED_COLOR,
+        label=f"{group.label}: failed ({len(group.failed)} runs)",
+        gid=FAILED_GID,
+    )
+
+
 def _series_groups(
     data: StoredExperiment, metric: MetricRef, req: PlotRequest, x: str | None
 ) -> tuple[list[Any], dict[Any, dict[Any, Group]]]:
@@ -377,16 +392,7 @@ def _cdf(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
                 gid=f"series:{g.label}",
             )
         elif g.all_failed:
-            ax.plot(
-                [],
-                [],
-                linestyle="none",
-                marker="x",
-                markeredgewidth=2.5,
-                color=FAILED_COLOR,
-                label=f"{g.label}: failed ({len(g.failed)} runs)",
-                gid=FAILED_GID,
-            )
+            _failed_legend(ax, g)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(axis_label(metric.metric, scale))
     ax.set_ylabel("fraction of samples ≤ x")
@@ -466,16 +472,7 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
         if g.all_failed
     ]
     for g in failed_points:
-        ax.plot(
-            [],
-            [],
-            linestyle="none",
-            marker="x",
-            markeredgewidth=2.5,
-            color=FAILED_COLOR,
-            label=f"{g.label}: failed ({len(g.failed)} runs)",
-            gid=FAILED_GID,
-        )
+        _failed_legend(ax, g)
     ax.set_xlabel("time (s)")
     ax.set_ylabel(axis_label(metric.metric, scale))
     if req.log_x:
