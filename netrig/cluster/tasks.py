@@ -171,17 +171,18 @@ class HostSession(_Session):
             labs_built=self.outcome.labs_built - built,
         )
 
+    def close(self) -> None:
+        """The lab down (the runner's session), then this host's ledger connection."""
+        try:
+            super().close()
+        finally:
+            self.ledger.close()
+
 
 def not_started(run: PlannedRun, why: str) -> RunReport:
     now = datetime.now(UTC)
     return RunReport(run, "interrupted", {}, {}, f"interrupted by {why}", None, now, now,
                      current().name, {}, began=False)
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self.ledger.close()
 
 
 _sessions: dict[str, HostSession] = {}
