@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # netrig set-up: install what is missing (Debian packages, a virtualenv), then
 #   ./setup.sh demo    build a demo lab and trace it, then run a small seed-000 experiment (default)
-#   ./setup.sh test    lint and run the test suite (what CI runs)
+#   ./setup.sh test    lint, check types and run the test suite (what CI runs)
 #   ./setup.sh bench   run every benchmark in benchmarks/ and print its figures
 # Must run as root (netrig creates network namespaces).
 set -euo pipefail
@@ -72,6 +72,7 @@ main() {
         test)
             ruff check netrig tests benchmarks
             lint-imports --no-cache   # the layers of pyproject.toml: no import climbs a layer
+            mypy                      # the type hints ([tool.mypy] in pyproject.toml)
             set +e
             python -m pytest -q -rs -p no:cacheprovider "${@:2}"
             rc=$?

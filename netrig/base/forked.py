@@ -56,7 +56,7 @@ class Pending(Generic[T]):
         ok, value = pickle.loads(data)
         if not ok:
             raise ChildFailed(f"process {self.pid}: {value}")
-        return value  # type: ignore[no-any-return]
+        return value
 
     def result_or(self, here: Callable[[], T]) -> T:
         """The child's value; if the child failed (an error, a kill, no memory), `here()`

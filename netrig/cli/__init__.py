@@ -13,11 +13,14 @@ import os
 import sys
 import types
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from netrig import __version__
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 # command name → (module netrig.cli.cmd_MODULE, its short help as click makes it)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -176,15 +179,17 @@ class _NoPydanticPlugins:
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(name, self)
+        # a loader by its methods: subclassing importlib.abc.Loader would import it at every start
+        return ModuleSpec(name, cast("Loader", self))
 
     def create_module(self, spec: Any) -> None:
         return None  # the default module object
 
     def exec_module(self, module: types.ModuleType) -> None:
         module.get_plugins = lambda: ()  # type: ignore[attr-defined]
-        # a pydantic that asks its loader for anything else gets the real module's
-        module.__getattr__ = self._forward  # type: ignore[attr-defined]
+        # a pydantic that asks its loader for anything else gets the real module's (PEP 562
+        # reads a module's __getattr__ from its dict: ModuleType has no such method to assign)
+        vars(module)["__getattr__"] = self._forward
 
     def _forward(self, name: str) -> Any:
         if name.startswith("__"):  # what import machinery and inspect probe modules for

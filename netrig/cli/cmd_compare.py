@@ -13,13 +13,16 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from netrig.cli import cli
 from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
 from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
+
+if TYPE_CHECKING:
+    from netrig.stats.stored import SampleKind
 
 CONFIDENCE_LEVELS = [f"{p:g}" for p in STUDENT_PCT]  # the levels ministat's table has
 
@@ -187,6 +190,7 @@ def _sides(store: Any, a: str, b: str) -> tuple[Any, Any, Any, Any]:
             fallback = str(everything[-1].id)
         sa = type(sa)(sa.experiment or fallback, sa.filters)
         sb = type(sb)(sb.experiment or fallback, sb.filters)
+    assert sa.experiment is not None and sb.experiment is not None  # a fallback named both
     da = load(store, sa.experiment)
     db = da if sb.experiment == sa.experiment else load(store, sb.experiment)
     return sa, sb, da, db
@@ -432,7 +436,7 @@ def stat_text(
     out: list[str] = []
     shown = 0
     for metric in metrics:
-        kind = "intervals" if intervals else "auto"
+        kind: SampleKind = "intervals" if intervals else "auto"
         # the host (netrig run --cluster) is a block: each point's runs apart per host
         per_host = ["host"] if by == "host" else None
         groups = collect(data, metric, filters=selector.filters, by=per_host, kind=kind)

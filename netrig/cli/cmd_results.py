@@ -37,7 +37,6 @@ def _open(db: str) -> ResultStore:
         fail(str(exc), EXIT_BAD_INPUT)
     except OSError as exc:
         fail(f"{db}: {exc}", EXIT_FAILURE)
-        raise  # unreachable: fail() exits
 
 
 def _experiment(store: ResultStore, ref: str) -> ExperimentRecord:

@@ -99,9 +99,9 @@ def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sp
         table.add_column("share", justify="right")
         table.add_column("hops", justify="right")
         table.add_column("path (\\[host] where the path enters it)")
-        for (hops, reached, error), n in counts.most_common():
-            table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(hops) - 1),
-                          _hops_text(list(hops), reached, error))
+        for (path_hops, reached, error), n in counts.most_common():
+            table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(path_hops) - 1),
+                          _hops_text(list(path_hops), reached, error))
         console.print(table)
         if any(not reached for _hops, reached, _e in counts):
             raise SystemExit(EXIT_FAILURE)

@@ -8,7 +8,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -40,7 +40,7 @@ err_console: Console = _LazyConsole(stderr=True, highlight=False)  # type: ignor
 EXIT_OK, EXIT_FAILURE, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     """MESSAGE on stderr as it is (a `[...]` in it is text, not rich markup), exit CODE."""
     from rich.markup import escape
 

@@ -261,7 +261,7 @@ def _down(ledger: Ledger, cluster: LocalCluster) -> DownReport:
     procs = [o for o in ledger.objects(cluster.name, "process") if o.node]
     workers = {o.pid: o.starttime for o in procs if o.pid}
     # workers first, gently: each tears down its own labs when it gets SIGTERM
-    report.processes += teardown.end_processes(workers, wait=30.0)  # type: ignore[arg-type]
+    report.processes += teardown.end_processes(workers, wait=30.0)
     for o in procs:
         ledger.forget_object(o.id)
     for host in cluster.hosts or []:  # what a killed worker left behind

@@ -169,11 +169,11 @@ def apply_event(name: str, kind: str, target: tuple[str, ...], rate: int | None)
             elif kind == "node-start":
                 faults.start_node(lab, target[0])
             elif kind == "link-rate":
-                here = [n for n in target if n in lab.plan.nodes]
-                if len(here) == 2:
+                on_host = [n for n in target if n in lab.plan.nodes]
+                if len(on_host) == 2:
                     faults.set_rate(lab, target[0], target[1], rate)
                 else:  # a cut link: this host's tunnel end
-                    node, peer = here[0], next(n for n in target if n != here[0])
+                    node, peer = on_host[0], next(n for n in target if n != on_host[0])
                     tunnel = parts._tunnel_to(lab.ledger.lab_dir(name), node, peer)
                     if tunnel is None:
                         return f"lab {name} has no link {'-'.join(target)}"

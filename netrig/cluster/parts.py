@@ -33,7 +33,7 @@ from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError, ipv4_forwarding, route_requests
 from netrig.lab.ledger import Ledger, save_json
-from netrig.plan.model import LabPlan, NetworkPlan, NodePlan, RoutePlan
+from netrig.plan.model import LabPlan, LinkPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.rig import Lab
 
 VXLAN_PORT = 4789
@@ -115,7 +115,7 @@ def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
     for host in dict.fromkeys(where.values()):
         mine = {n for n, h in where.items() if h == host}
         renumber = {}
-        links = []
+        links: list[LinkPlan] = []
         for i, link in enumerate(plan.links):
             if link.a in mine and link.b in mine:
                 renumber[i] = len(links)
@@ -273,7 +273,7 @@ def _configure(node: NodePlan, part: LabPart, name: str) -> None:
         reqs.append(nlwire.new_neighbor(index, addr, mac, what=f"neighbour {addr}"))
     reqs += route_requests(replace(node, routes=part.deferred_routes.get(name, [])))
 
-    def send() -> list[str]:
+    def send() -> list[nlwire.NetlinkError]:
         with nlwire.RtnlSocket() as sock:
             return sock.send_batch(reqs)
 
@@ -439,7 +439,7 @@ def _tunnels(lab_dir: str) -> list[dict[str, Any]]:
     """The tunnels this host's part of a lab has (as `build_part` saved them)."""
     try:
         with open(os.path.join(lab_dir, "tunnels.json")) as fh:
-            return json.load(fh)  # type: ignore[no-any-return]
+            return json.load(fh)
     except FileNotFoundError:
         return []
 
@@ -452,7 +452,7 @@ def _tunnel_to(lab_dir: str, node: str, peer: str) -> dict[str, Any] | None:
 def _deferred(lab_dir: str) -> dict[str, Any]:
     try:
         with open(os.path.join(lab_dir, "deferred.json")) as fh:
-            return json.load(fh)  # type: ignore[no-any-return]
+            return json.load(fh)
     except FileNotFoundError:  # a part built before netrig wrote it: the tunnels' own only
         return {"routes": {}, "neighbors": {}}
 

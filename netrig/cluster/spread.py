@@ -207,7 +207,8 @@ class ClusterRuntime(LabRuntime):
 
     # -------------------------------------------------------------- processes
 
-    def popen(self, node: str, argv: Sequence[str], label: str | None = None,
+    # a stand-in for the Popen that LabRuntime.popen returns: the part plugins use here
+    def popen(self, node: str, argv: Sequence[str], label: str | None = None,  # type: ignore[override]
               **kwargs: Any) -> RemoteProcess:
         host = self.host_of(node)
         label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
@@ -375,7 +376,7 @@ class SpreadSession(_Session):
         hosts = sorted(spread.touched or set(spread.where.values())) if spread else []
         run_id = self.store.record_run(  # type: ignore[call-arg]
             self.outcome.experiment_id, point.values, run.repetition,
-            result.status,  # type: ignore[arg-type]
+            result.status,
             result.samples, result.reason, result.stderr, started=started,
             ended=datetime.now(UTC), outputs=result.outputs,
             host="+".join(hosts) or None,  # the hosts its processes ran on

@@ -284,7 +284,7 @@ def _store(exp: ExperimentPlan, store: HostResultStore, future: Any, flight: _Fl
     if not run.warmup:
         run_id = store.record_run(
             outcome.experiment_id, point.values, run.repetition,
-            report.status,  # type: ignore[arg-type]
+            report.status,
             report.samples, report.reason, report.stderr, started=report.started,
             ended=report.ended, outputs=report.outputs, host=report.host,
             host_facts=report.host_facts,

@@ -181,8 +181,8 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
         recovered = max(recovered, latest)
     flows = throughput_series(samples)
     for step, points in flows.items():
-        stream = step if len(flows) > 1 else None
-        out += _throughput_phases(points, first, recovered, bool(series), stream)
+        flow_stream = step if len(flows) > 1 else None
+        out += _throughput_phases(points, first, recovered, bool(series), flow_stream)
     return out
 
 

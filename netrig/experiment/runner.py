@@ -50,15 +50,21 @@ from netrig.rig import Lab
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
 
 
+# read-only properties: the store's records are frozen dataclasses
 class StoredExperiment(Protocol):
-    id: int
-    name: str
-    file_hash: str
-    status: str
+    @property
+    def id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def file_hash(self) -> str: ...
+    @property
+    def status(self) -> str: ...
 
 
 class StoredRun(Protocol):
-    status: str
+    @property
+    def status(self) -> str: ...
 
 
 class ResultStore(Protocol):
@@ -220,7 +226,7 @@ def _trace(lab: Lab, pairs: list[tuple[str, str]]) -> list[tuple[str, str, Any]]
     traces host by host: its `trace_pairs`)."""
     across = getattr(lab, "trace_pairs", None)
     if across is not None:
-        return across(pairs)  # type: ignore[no-any-return]
+        return across(pairs)
 
     with Tracer(lab.plan) as tracer:
         return [(a, b, tracer.trace(a, lab.addr(b))) for a, b in pairs]
@@ -356,7 +362,7 @@ def close_experiment(
     if stop.requested:
         outcome.signal = stop.name
     outcome.status = _final_status(store, outcome.experiment_id, outcome)
-    store.finish_experiment(outcome.experiment_id, outcome.status)  # type: ignore[arg-type]
+    store.finish_experiment(outcome.experiment_id, outcome.status)
     say.end()
 
 
@@ -556,7 +562,7 @@ class _Session:
             self.outcome.experiment_id,
             point.values,
             run.repetition,
-            result.status,  # type: ignore[arg-type]
+            result.status,
             result.samples,
             result.reason,
             result.stderr,

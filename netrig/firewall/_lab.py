@@ -15,9 +15,7 @@ from netrig.plan.model import LabPlan
 
 def firewalls(plan: LabPlan) -> dict[str, FirewallPlan]:
     return {
-        name: FirewallPlan.from_dict(n.firewall)
-        for name, n in plan.nodes.items()
-        if getattr(n, "firewall", None)
+        name: FirewallPlan.from_dict(n.firewall) for name, n in plan.nodes.items() if n.firewall
     }
 
 

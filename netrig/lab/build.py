@@ -139,7 +139,7 @@ class _Beside(Generic[R]):
         self._thread.join()
         if "error" in self._box:
             raise self._box["error"]
-        return self._box["value"]  # type: ignore[no-any-return]
+        return self._box["value"]
 
 
 def _pack_batches(

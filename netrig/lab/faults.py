@@ -211,6 +211,7 @@ def _no_daemon(lab: Lab, node: str) -> BadInput:
 
 # ------------------------------------------------------------------ timeline
 
+
 def apply(lab: Lab, event: Event) -> None:
     """One event, now. A lab that acts on its nodes elsewhere (a lab spread over hosts:
     `apply_event`) applies it itself, on the hosts of the event's nodes."""
@@ -221,7 +222,8 @@ def apply(lab: Lab, event: Event) -> None:
     if event.kind in ("link-down", "link-up"):
         set_link(lab, *event.target, up=event.kind == "link-up")
     elif event.kind == "link-rate":
-        set_rate(lab, *event.target, event.rate)
+        a, b = event.target
+        set_rate(lab, a, b, event.rate)
     elif event.kind == "node-stop":
         stop_node(lab, event.target[0])
     else:
@@ -292,15 +294,16 @@ class Timeline:
             else:
                 stopped[event.target[0]] = event.kind == "node-stop"
         undo = [Event(0.0, "link-up", key) for key, is_down in down.items() if is_down]
-        undo += [Event(0.0, "link-rate", key, find_link(self.lab.plan, *key).rate)
-                 for key in rated]
-        undo += [Event(0.0, "node-start", (node,)) for node, is_stopped in stopped.items()
-                 if is_stopped]
+        undo += [Event(0.0, "link-rate", key, find_link(self.lab.plan, *key).rate) for key in rated]
+        undo += [
+            Event(0.0, "node-start", (node,)) for node, is_stopped in stopped.items() if is_stopped
+        ]
         for event in undo:
             apply(self.lab, event)
         return [
             f"link {'-'.join(e.target)} " + ("rate as planned" if e.kind == "link-rate" else "up")
-            if e.kind.startswith("link") else f"node {e.target[0]} start"
+            if e.kind.startswith("link")
+            else f"node {e.target[0]} start"
             for e in undo
         ]
 

@@ -450,9 +450,9 @@ def _tables(
 ) -> _Family | None:
     dests = []
     for i, name in enumerate(hosts):
-        addrs = plan.nodes[name].addresses(family)
-        if addrs:
-            dests.append((int(ip_address(addrs[0])), i, addrs[0]))
+        node_addrs = plan.nodes[name].addresses(family)
+        if node_addrs:
+            dests.append((int(ip_address(node_addrs[0])), i, node_addrs[0]))
     if not dests:
         return None
     dests.sort()
@@ -534,9 +534,7 @@ def _tables(
     )
 
 
-def _resolve(  # type: ignore[no-untyped-def]
-    i, rtype, nexthops, kernel, far, on_iface, kernels, hosts, family, hop_id
-) -> int:
+def _resolve(i, rtype, nexthops, kernel, far, on_iface, kernels, hosts, family, hop_id) -> int:
     """A route's hop id: the node each next hop leads to, or BAD."""
     if rtype != RTN_UNICAST or not nexthops:
         return BAD

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from netrig.base import forked, stopsignals
 
@@ -456,9 +456,9 @@ class Worker:
                 fut.set_exception(exc)
 
     def call(self, fn: Callable[[], T]) -> T:
-        fut = self._future()
+        fut: Future[object] = self._future()
         self._calls.put((fn, fut))
-        return fut.result()  # type: ignore[return-value]
+        return cast("T", fut.result())  # what fn() returned
 
     def close(self) -> None:
         self._calls.put(None)

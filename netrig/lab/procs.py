@@ -74,7 +74,7 @@ def wait_all(procs: Sequence[subprocess.Popen[Any]], deadline: float) -> bool:
 
 def socket_inodes(pid: int) -> set[str]:
     """Inodes of the sockets process `pid` holds open."""
-    inodes = set()
+    inodes: set[str] = set()
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:

@@ -22,8 +22,12 @@ class RoutingBehaviour(Protocol):
 
     name: ClassVar[str]
     restores_dropped_routes: ClassVar[bool]
-    convergence_timeout: ClassVar[float]
-    poll_interval: float
+
+    # read-only here; a daemon protocol sets them per instance (for its lab)
+    @property
+    def convergence_timeout(self) -> float: ...
+    @property
+    def poll_interval(self) -> float: ...
 
     def runs_daemons(self) -> bool: ...
     def routes(self, plan: Any) -> dict[str, list[Any]]: ...

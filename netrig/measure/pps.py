@@ -166,7 +166,7 @@ class Pps(Measurement[PpsOptions]):
 
     def check(self, options: PpsOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         o = options
-        refs = [(("src",), o.src), (("dst",), o.dst)]
+        refs: list[tuple[KeyPath, str]] = [(("src",), o.src), (("dst",), o.dst)]
         refs += [(("watch", i), node) for i, node in enumerate(o.watch)]
         problems = node_problems(plan, refs)
         if problems:

@@ -26,10 +26,12 @@ class RoutingTraits(Protocol):
     refuses_addressing: ClassVar[tuple[str, ...]]
     bridge_per_node: ClassVar[bool]
     private_run: ClassVar[bool]
+    families: ClassVar[tuple[int, ...]]  # address families it routes
     options: BaseModel
 
     def sysctls(self) -> dict[str, str]: ...
     def runs_daemons(self) -> bool: ...
+    def plans_routes(self) -> bool: ...  # routes() computes routes
     def routes(self, plan: Any) -> dict[str, list[Any]]: ...  # LabPlan → RoutePlans per node
     # the options against the lab's nodes and links (a LabGraph): (key path, message) each
     def check(self, graph: Any) -> list[tuple[tuple[str | int, ...], str]]: ...

@@ -153,14 +153,14 @@ def _convert(reader: _Reader) -> dict[str, Any]:
     nodes_data = _mapping(reader, topo.get("nodes"), ("topology", "nodes"), "nodes")
     if not nodes_data:
         reader.refuse(("topology",), "a containerlab topology needs `nodes:`")
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     kinds: dict[str, str] = {}
     for name, raw in nodes_data.items():
         node = _node(reader, str(name), raw, levels, len(nodes))
         if node is not None:
             kinds[str(name)] = node.get("kind", "host")
             nodes.append(node)
-    links = []
+    links: list[dict[str, Any]] = []
     raw_links = topo.get("links") or []
     if not isinstance(raw_links, list):
         reader.refuse(("topology", "links"), "links must be a list")
@@ -314,7 +314,7 @@ def _exec_lines(reader: _Reader, name: str, found: tuple[Path, Any], index: int)
     if not isinstance(lines, list):
         reader.refuse(path, f"{name}: exec must be a list of commands")
         return []
-    out = []
+    out: list[str] = []
     for i, line in enumerate(lines):
         text = str(line)
         if _installs_packages(text):

@@ -254,7 +254,7 @@ def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:
 # ----------------------------------------------------------------- error messages
 
 
-def _did_you_mean(word: str, choices: Any) -> str:
+def _did_you_mean(word: int | str, choices: Any) -> str:
     import difflib  # for wrong files only
 
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)

@@ -159,7 +159,9 @@ class Topo:
             else:
                 yield (node1, node2, info) if withInfo else (node1, node2)
 
-    def links(self, sort: bool = False, withKeys: bool = False, withInfo: bool = False) -> list:  # type: ignore[type-arg]
+    def links(
+        self, sort: bool = False, withKeys: bool = False, withInfo: bool = False
+    ) -> list[Any]:
         links = list(self.iterLinks(withKeys, withInfo))
         return sorted(links, key=lambda x: (natural(x[0]), natural(x[1]))) if sort else links
 
@@ -207,7 +209,7 @@ class SingleSwitchReversedTopo(Topo):
 
 
 class MinimalTopo(SingleSwitchTopo):
-    def build(self, **_opts: Any) -> None:
+    def build(self, **_opts: Any) -> None:  # type: ignore[override]  # as Mininet's: no k
         super().build(k=2)
 
 
@@ -345,7 +347,8 @@ def load_topo(path: str, topo: str | None = None) -> tuple[Topo, str]:
 
 
 def _choose(namespace: dict[str, Any], path: str, topo: str | None) -> tuple[str, Any, list[Any]]:
-    topos = namespace.get("topos") if isinstance(namespace.get("topos"), dict) else {}
+    found = namespace.get("topos")
+    topos: dict[str, Any] = found if isinstance(found, dict) else {}
     if topo is not None:
         name, *raw = topo.split(",")
         args = [_arg(a) for a in raw]

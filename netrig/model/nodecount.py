@@ -11,7 +11,10 @@ with the process); the checked plan decides what is built.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 MAX_HINT_BYTES = 4 << 20  # a larger file is read by the model only (no hint)
 
@@ -20,7 +23,7 @@ def topology_nodes(topo: Any) -> int | None:
     """Nodes of a generated topology (as model.topology.generate makes them), or None."""
     if not isinstance(topo, dict):
         return None
-    get = topo.get
+    get: Callable[[str], Any] = topo.get  # a missing key's None fails int(): no hint
     try:
         match get("kind"):
             case "pair":

@@ -13,11 +13,10 @@ import dataclasses
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from netrig.base.plugin import Plugin
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog
 from netrig.model.experiment import ExperimentModel, ExperimentSettings, substitute_point
@@ -29,6 +28,9 @@ from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan, UnknownName
 from netrig.plan.runs import PlannedRun, plan_runs
 
+if TYPE_CHECKING:
+    from netrig.measure import Measurement
+
 
 @dataclass(frozen=True)
 class MeasureStep:
@@ -36,7 +38,7 @@ class MeasureStep:
 
     name: str
     kind: str
-    plugin: Plugin[Any]  # a netrig.measure plugin (from the catalog: the plan imports none)
+    plugin: Measurement[Any]  # a netrig.measure plugin (from the catalog: the plan imports none)
     options: BaseModel  # its validated Options model (the plugin's own Options type)
     timeout: float
 

@@ -78,6 +78,6 @@ def _host_prefixes(node: NodePlan) -> list[str]:
         cidrs += iface.addrs
     out = []
     for cidr in cidrs:
-        iface = ip_interface(cidr)
-        out.append(f"{iface.ip}/{iface.max_prefixlen}")
+        addr = ip_interface(cidr)
+        out.append(f"{addr.ip}/{addr.max_prefixlen}")
     return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
-from typing import Any
+from typing import Any, cast
 
 from netrig.base import forked
 from netrig.model.load import GraphLink, LabGraph, Problem, SpecError
@@ -77,13 +77,12 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     lab = spec.name
     problems: list[Problem] = []
     nodes: dict[str, NodePlan] = {}
-    for i, node in enumerate(graph.nodes.values(), start=1):
-        ns = f"{lab}-{node.name}"
+    for i, spec_node in enumerate(graph.nodes.values(), start=1):
+        ns = f"{lab}-{spec_node.name}"
         if len(ns) > MAX_NS_NAME:
-            problems.append(
-                Problem(graph.where(graph.node_paths[node.name]), f"namespace name {ns!r} too long")
-            )
-        nodes[node.name] = NodePlan(node.name, node.kind, ns, i)
+            where = graph.where(graph.node_paths[spec_node.name])
+            problems.append(Problem(where, f"namespace name {ns!r} too long"))
+        nodes[spec_node.name] = NodePlan(spec_node.name, spec_node.kind, ns, i)
     _node_programs(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -146,7 +145,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     _static_neighbors(nodes, networks)
     sysctls = dict(BASE_SYSCTLS)
     sysctls.update(proto.sysctls())
-    sysctls.update(spec.sysctls)
+    sysctls.update(cast("dict[str, str]", spec.sysctls))  # strings once validated (_net_sysctls)
     plan = LabPlan(
         name=lab,
         protocol=proto.name,

@@ -10,6 +10,7 @@ import math
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from ipaddress import ip_network
 
 from netrig.base import forked
@@ -165,8 +166,9 @@ def _segments(
     segs: list[tuple[int, int, int]] = []
     cur_lo, cur_hi, cur = 0, -1, None  # the piece being extended
 
-    def gap(lo: int, hi: int) -> list[tuple[int, int, int]]:
-        out = []
+    # (first, last, allowed); the caller appends its span, whose allowed is None at the end
+    def gap(lo: int, hi: int) -> list[tuple[int, int, int | None]]:
+        out: list[tuple[int, int, int | None]] = []
         for p_lo, p_hi in pools:
             if p_hi < lo or p_lo > hi:
                 continue
@@ -371,13 +373,13 @@ def in_processes(
     children: list[tuple[list[int], forked.Pending[PlainRoutes] | None]] = []
     try:
         for share in shares[:-1]:  # each known to the clean-up below as soon as it exists
-            children.append((share, forked.start(lambda share=share: plain(share))))
+            children.append((share, forked.start(partial(plain, share))))
         routes = work(shares[-1])
         for share, child in children:
             if child is None:  # other threads run here: no fork, this process plans it
                 routes.update(work(share))
                 continue
-            routes.update(route_plans(child.result_or(lambda share=share: plain(share))))
+            routes.update(route_plans(child.result_or(partial(plain, share))))
     finally:
         for _share, child in children:
             if child:

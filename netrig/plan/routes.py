@@ -125,9 +125,7 @@ def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
     return np.array(allowed_list, dtype=object), values
 
 
-def _distance_rows(  # type: ignore[no-untyped-def]
-    n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets
-):
+def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets):
     """A function: host indexes → their distance rows to every vertex (until its next
     call, which may reuse the array). Small labs compute
     every row at once; large ones only the rows asked for (scipy's C Dijkstra), on the
@@ -207,7 +205,7 @@ class _Spans:
             self.families.append((version, lo, hi, vertex, apart, pool_ranges(plan, version)))
         self.merge = len(dest_prefixes) >= MERGE_FROM_VERTICES
 
-    def routes(  # type: ignore[no-untyped-def]
+    def routes(
         self, allowed: np.ndarray, values: list[int], gateways, node: NodePlan, hosts
     ) -> list[RoutePlan]:
         out: list[RoutePlan] = []

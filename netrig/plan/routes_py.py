@@ -108,7 +108,7 @@ def _sorted_spans(
 # ------------------------------------------------------------------ next hops
 
 
-def _python_hitsets(n_h, n_v, nets, h_index):  # type: ignore[no-untyped-def]
+def _python_hitsets(n_h, n_v, nets, h_index):
     """A function: source, its gateways → per destination vertex the bit set of gateways
     that are a next hop to it (0: unreachable), from Dijkstra in Python."""
     adj: list[list[tuple[int, int]]] = [[] for _ in range(n_v)]

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from netrig.base.scale import Scale, display_scale
 from netrig.report import verdicts
@@ -40,6 +40,9 @@ from netrig.stats.stored import (
     sample_kind,
     stddev,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_TIMESERIES_LINES = 12  # more sweep points than this make an unreadable time series
 PNG_DPI = 150  # figures are 8 × 4.5 in: 1200 × 675 pixels, shown at up to 800 wide
@@ -472,7 +475,8 @@ def _comparison_rows(
         reference, others = members[0], members[1:]
         for g in others:
             rows.append(_comparison_row(reference, g))
-        usable = [(g.label, g.values) for g in members if len(g.values) >= 3][:7]
+        enough = [g for g in members if len(g.values) >= 3][:7]
+        usable: list[tuple[str, np.ndarray | list[float]]] = [(g.label, g.values) for g in enough]
         if len(usable) >= 2 and usable[0][0] == reference.label:
             blocks.append((title, verdicts.ministat_text(usable, width=74).decode()))
     return rows, blocks

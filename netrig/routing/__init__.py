@@ -29,8 +29,9 @@ class RoutingProtocol(Plugin[OptionsT]):
     bridge_per_node: ClassVar[bool] = False  # every host bridges its ports (pure L2)
     private_run: ClassVar[bool] = False  # daemons need a private /run per node
     families: ClassVar[tuple[int, ...]] = (4, 6)  # address families it routes (others: none)
-    convergence_timeout: ClassVar[float] = 10.0  # seconds `up` waits for converged()
-    poll_interval: ClassVar[float] = 0.2
+    # defaults: a protocol may set its own per instance, for its lab
+    convergence_timeout: float = 10.0  # seconds `up` waits for converged()
+    poll_interval: float = 0.2
     # Does the daemon put back its routes through a link that went down and up again? The
     # kernel deletes them on `down`; a daemon that does not notice (batmand reinstalls a
     # route only when it changes its choice) gets them put back by netrig on `up`.

@@ -31,6 +31,7 @@ from netrig.lab.run import ETC_VIEWS
 from netrig.routing._daemon import DaemonOptions, DaemonProtocol
 
 if TYPE_CHECKING:
+    from netrig.lab.daemons import Route  # not daemons.Route: in the class, `daemons` is a tuple
     from netrig.lab.runtime import LabRuntime as Lab
     from netrig.plan.model import IfacePlan
 
@@ -151,7 +152,7 @@ class FrrProtocol(DaemonProtocol[FrrOptionsT]):
         profile alone turns BFD on for some protocols only)."""
         return [command, f"{command} profile {BFD_PROFILE}"] if self.options.bfd else []
 
-    def is_ours(self, route: daemons.Route) -> bool:
+    def is_ours(self, route: Route) -> bool:
         return route.protocol == self.rtprot
 
     def node_families(self, lab: Lab, node: str) -> list[int]:

@@ -19,7 +19,7 @@ import re
 import shutil
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from netrig.host.features import has_feature
 from netrig.lab import daemons
@@ -63,7 +63,7 @@ class Batman(DaemonProtocol[BatmanOptions]):
     poll_interval = 0.25
     restores_dropped_routes = False
 
-    def __init__(self, options: BaseModel) -> None:
+    def __init__(self, options: BatmanOptions) -> None:
         super().__init__(options)
         self._impl: str | None = None
 

@@ -29,7 +29,7 @@ class Ecmp(RoutingProtocol[EcmpOptions]):
     refuses_addressing = ("shared-subnet",)
 
     def sysctls(self) -> dict[str, str]:
-        policy = _POLICY[self.options.hash]  # type: ignore[attr-defined]
+        policy = _POLICY[self.options.hash]
         return {
             "net.ipv4.fib_multipath_hash_policy": policy,
             "net.ipv6.fib_multipath_hash_policy": policy,

@@ -211,7 +211,7 @@ def exited(lab: Lab) -> list[tuple[str, str]]:
         for o in daemons.processes(lab, node):
             kind = daemons.daemon_name(lab, o)
             if kind in kinds:
-                alive = bool(o.pid) and process_alive(o.pid, o.starttime)
+                alive = bool(o.pid and process_alive(o.pid, o.starttime))
                 records[kind] = records.get(kind, False) or alive
         out += [(node, kind) for kind, alive in sorted(records.items()) if not alive]
     return out

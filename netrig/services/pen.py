@@ -25,6 +25,7 @@ from __future__ import annotations
 import array
 import contextlib
 import fcntl
+import functools
 import socket
 import struct
 from ipaddress import IPv4Address, IPv4Network, ip_address, ip_interface, ip_network
@@ -188,7 +189,7 @@ def _prepare_dsr(lab: Lab, node: str, o: PenOptions, vip: str) -> None:
         request = nlwire.new_route(
             vip, 32, [hop], prefsrc=loopbacks[0] if loopbacks else None, what=f"route to {vip}"
         )
-        netns.in_netns(lab.ns(host), lambda r=request: _send(r))
+        netns.in_netns(lab.ns(host), functools.partial(_send, request))
 
 
 def _tx_checksum_off(ifname: str) -> None:

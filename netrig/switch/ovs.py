@@ -24,6 +24,7 @@ builds the bridge, its ports, dpid, STP and controller in one go.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -82,7 +83,7 @@ def unreachable_controller(ovs: OvsPlan) -> bool:
     """A tcp: controller off the switch's loopback: a switch node has no lab address (it
     is layer 2), so its ovs-vswitchd, inside the node's namespace, cannot reach it."""
     match = re.fullmatch(r"tcp:(\[[^\]]+\]|[0-9.]+)(?::\d+)?", ovs.controller)
-    return bool(match) and not ip_address(match.group(1).strip("[]")).is_loopback
+    return match is not None and not ip_address(match.group(1).strip("[]")).is_loopback
 
 
 def warnings(plan: LabPlan) -> list[str]:
@@ -257,7 +258,7 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
     for node in nodes:
         assert node.ovs is not None
         socket = os.path.join(run_dir(lab, node.name), "db.sock")
-        _wait_for(lab, node.name, "its database", lambda path=socket: os.path.exists(path))
+        _wait_for(lab, node.name, "its database", functools.partial(os.path.exists, socket))
         vsctl(lab, node.name, "--no-wait", *config_args(node))
         daemons.start(lab, node.name, "ovs-vswitchd", daemon_argvs(node.ovs)["ovs-vswitchd"])
     for node in nodes:
@@ -265,7 +266,7 @@ def start(lab: Lab, say: Callable[[str], None]) -> None:
         vsctl(lab, node.name, "set", "Open_vSwitch", ".", f"external_ids:netrig-lab={lab.name}")
         if node.ovs is not None and node.ovs.controller == "standalone":
             name = node.name
-            _wait_for(lab, name, "its controller", lambda name=name: _connected(lab, name))
+            _wait_for(lab, name, "its controller", functools.partial(_connected, lab, name))
 
 
 def _wait_for(lab: Lab, node: str, what: str, ready: Callable[[], bool]) -> None:
@@ -297,8 +298,9 @@ def wait_stp(lab: Lab, timeout: float) -> list[str]:
     return settling
 
 
-def bridge_facts(lab: Lab, node: str) -> dict[str, str]:
-    """datapath_type, dpid, stp_enable and fail_mode of NODE's bridge, as OVS reports them."""
+def bridge_facts(lab: Lab, node: str) -> dict[str, str | bool]:
+    """datapath_type, dpid, stp_enable and fail_mode of NODE's bridge, as OVS reports them
+    (stp_enable a bool)."""
     cols = "name,datapath_type,datapath_id,stp_enable,fail_mode"
     data = json.loads(vsctl(lab, node, "--format=json", f"--columns={cols}", "list", "Bridge"))
     row = dict(zip(data["headings"], data["data"][0], strict=True))
