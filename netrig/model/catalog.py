@@ -3,7 +3,7 @@
 The model and the plan check plugin names and options (a routing protocol, a firewall
 engine, a service, a measurement) at file:line, yet import no plugin package: the rig
 builds a `Catalog` from the plugin registries (netrig.rig.prepare.catalog()) and passes it
-down. What the plan asks of a routing plugin is written here as a Protocol.
+down. What the plan asks of a routing or measurement plugin is written here as a Protocol.
 """
 
 from __future__ import annotations
@@ -35,6 +35,17 @@ class RoutingTraits(Protocol):
     def routes(self, plan: Any) -> dict[str, list[Any]]: ...  # LabPlan → RoutePlans per node
     # the options against the lab's nodes and links (a LabGraph): (key path, message) each
     def check(self, graph: Any) -> list[tuple[tuple[str | int, ...], str]]: ...
+
+
+class MeasurementTraits(Protocol):
+    """What the plan (its tools, its options while events run) and the runner use of a
+    measurement plugin (netrig.measure.Measurement)."""
+
+    name: ClassVar[str]
+
+    def tools(self, options: Any) -> dict[str, str]: ...  # program → Debian package
+    def during_events(self, options: Any) -> Any: ...  # the options for a run with events
+    def run(self, lab: Any, options: Any, timeout: float) -> Any: ...  # its samples
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import dataclasses
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from netrig.model import yamlmarks
-from netrig.model.catalog import Catalog
+from netrig.model.catalog import Catalog, MeasurementTraits
 from netrig.model.experiment import ExperimentModel, ExperimentSettings, substitute_point
 from netrig.model.expr import render
 from netrig.model.load import Problem, SpecError, _problems, load_doc
@@ -28,9 +28,6 @@ from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan, UnknownName
 from netrig.plan.runs import PlannedRun, plan_runs
 
-if TYPE_CHECKING:
-    from netrig.measure import Measurement
-
 
 @dataclass(frozen=True)
 class MeasureStep:
@@ -38,7 +35,7 @@ class MeasureStep:
 
     name: str
     kind: str
-    plugin: Measurement[Any]  # a netrig.measure plugin (from the catalog: the plan imports none)
+    plugin: MeasurementTraits  # a netrig.measure plugin (from the catalog: the plan imports none)
     options: BaseModel  # its validated Options model (the plugin's own Options type)
     timeout: float
 
