@@ -79,23 +79,27 @@ def up(
     if not cluster:  # with --cluster the hosts of the scheduler make the namespaces
         require_root("up")
     from netrig.experiment.interrupt import StopSignal
-    from netrig.lab.netns import SpareNamespaces
-    from netrig.rig import plancache
+    from netrig.rig import ahead, plancache
 
     # the plan of this file as it is now, if an earlier `up` made it (netrig.rig.plancache)
     found = None if cluster else plancache.lookup(file, name, topo)
     if found is not None and found.nodes is not None:
-        ahead = found.nodes
+        count = found.nodes
     elif cluster:
-        ahead = 0
+        count = 0
+    elif ahead.hinted():  # this command line's count last time (a changed file, mostly)
+        count = ahead.hinted()
     else:
         from netrig.model.nodecount import lab_file_nodes
 
-        ahead = lab_file_nodes(file) or 0
+        count = lab_file_nodes(file) or 0
     # namespaces made ahead by a thread of their own while the file is read and checked
-    # (not for --cluster); those the build does not name are freed when `up` ends
-    with SpareNamespaces(ahead) as spare:
+    # (not for --cluster), begun before click was imported if this command line ran before
+    # (netrig.rig.ahead); those the build does not name are freed when `up` ends
+    with ahead.spares(count) as spare:
         lab = _lab_of(file, name, topo, up_next=not cluster, found=found)
+        if not cluster:
+            ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
 
         def progress(msg: str) -> None:
             if not quiet:

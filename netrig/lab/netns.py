@@ -219,12 +219,18 @@ class SpareNamespaces:
     def __init__(self, count: int) -> None:
         import resource
 
-        allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4
-        self.count = max(0, min(count, self.MAX, allowed))
+        self._allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4
+        self.count = 0
+        self.retarget(count)
         self.error: OSError | None = None  # why it stopped early (the build makes the rest)
         self._ready: list[int] = []  # descriptors (list.append and pop are atomic)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def retarget(self, count: int) -> None:
+        """Make `count` in all (bounded as in the constructor), also while the thread runs:
+        it stops when it has made that many; those made beyond are freed by `close`."""
+        self.count = max(0, min(count, self.MAX, self._allowed))
 
     def start(self) -> SpareNamespaces:
         if not self.count or self._thread is not None:
@@ -246,9 +252,11 @@ class SpareNamespaces:
         interval = sys.getswitchinterval()
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         try:
-            for _ in range(self.count):
+            made = 0
+            while made < self.count:  # read each time: retarget() may change it
                 if self._stop.is_set():
                     return
+                made += 1
                 unshare(CLONE_NEWNET)
                 self._ready.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC))
         except OSError as exc:  # e.g. out of namespaces: the build makes what it lacks

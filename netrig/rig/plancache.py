@@ -18,7 +18,7 @@ the file is read as usual, so the problem is reported at its file:line.
 Entries are pickles in a directory only this user can write (NETRIG_PLAN_CACHE, else
 /var/cache/netrig/plans for root, ~/.cache/netrig/plans for others; NETRIG_PLAN_CACHE=off
 keeps none); an entry owned by someone else, or writable by others, is never read. The
-newest MAX_ENTRIES are kept.
+newest MAX_ENTRIES are kept. netrig.rig.ahead keeps its hints (`ahead`) in the same place.
 """
 
 from __future__ import annotations
