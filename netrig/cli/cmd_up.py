@@ -98,8 +98,6 @@ def up(
     # (netrig.rig.ahead); those the build does not name are freed when `up` ends
     with ahead.spares(count) as spare:
         lab = _lab_of(file, name, topo, up_next=not cluster, found=found)
-        if not cluster:
-            ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
 
         def progress(msg: str) -> None:
             if not quiet:
@@ -128,6 +126,8 @@ def up(
                 lab.down()
                 fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
         wall = time.perf_counter() - started
+        # how many namespaces the next run of this command line starts making at once
+        ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
         if not quiet:
             console.print(node_table(lab.plan))
         details = [f"build {timings.total:.3f} s"]

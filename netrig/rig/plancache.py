@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from netrig.rig.cachedir import TMP_PREFIX, cache_dir
 from netrig.rig.hostneeds import Need, all_met
 
 try:  # hashlib's import loads OpenSSL (~3 ms), for a BLAKE2 that is built in
@@ -55,24 +56,8 @@ LIBRARIES = (
     "numpy/version.py", "scipy/version.py",
 )  # fmt: skip
 ENTRY_NAME = re.compile(r"[0-9a-f]{40}\.plan")  # a digest of 20 bytes
-TMP_PREFIX = "netrig-plan-"
-TMP_NAME = re.compile(r"netrig-plan-\w+\.tmp")
+TMP_NAME = re.compile(re.escape(TMP_PREFIX) + r"\w+\.tmp")
 MAX_TOTAL_BYTES = 256 << 20  # and no more than this in all (a 1000-node ring's is ~2 MB)
-
-
-def cache_dir() -> str | None:
-    """Where entries live, or None when remembering plans is turned off."""
-    chosen = os.environ.get("NETRIG_PLAN_CACHE")
-    if chosen is not None:
-        return None if chosen in ("", "off", "0") else chosen
-    if os.geteuid() == 0:
-        return "/var/cache/netrig/plans"
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):  # unset, or relative: ignored, as the XDG spec says
-        base = os.path.expanduser("~/.cache")
-    if not os.path.isabs(base):  # no home (no HOME, no passwd entry): keep none
-        return None
-    return os.path.join(base, "netrig", "plans")
 
 
 def cacheable(path: str, topo: str | None) -> bool:

@@ -138,6 +138,28 @@ def test_start_makes_the_hinted_namespaces_before_click_only_for_up(
 
 
 @requires_root
+def test_a_command_line_without_a_hint_imports_nothing_more(cache: Path, tmp_path: Path) -> None:
+    # a new command line must not pay for the lab core's imports before click (they come
+    # later, with the gc off): only the hints file is looked at
+    ahead.write_hint(str(cache), ahead.command_key(["up", "other.yaml"]), 4)
+    probe = (
+        "import sys; from netrig.rig import ahead\n"
+        "ahead.start(['up', '-q', 'new.yaml'])\n"
+        "print(ahead.hinted(), *sorted(m for m in sys.modules if m.startswith('netrig')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [
+        "0",
+        "netrig",
+        "netrig.rig",
+        "netrig.rig.ahead",
+        "netrig.rig.cachedir",
+    ]
+
+
+@requires_root
 def test_spares_retargeted_while_being_made_stop_early() -> None:
     spare = netns.SpareNamespaces(1000).start()
     spare.retarget(3)
