@@ -87,12 +87,10 @@ def up(
         count = found.nodes
     elif cluster:
         count = 0
-    elif ahead.hinted():  # this command line's count last time (a changed file, mostly)
-        count = ahead.hinted()
-    else:
+    else:  # a changed or new file: its count (PyYAML is needed anyway), else the hint
         from netrig.model.nodecount import lab_file_nodes
 
-        count = lab_file_nodes(file) or 0
+        count = lab_file_nodes(file) or ahead.hinted()
     # namespaces made ahead by a thread of their own while the file is read and checked
     # (not for --cluster), begun before click was imported if this command line ran before
     # (netrig.rig.ahead); those the build does not name are freed when `up` ends
@@ -122,12 +120,13 @@ def up(
                 _interrupted(lab, stop)
             except KeyboardInterrupt:
                 _interrupted(lab, stop)
+            # how many namespaces the next run of this command line starts making at once
+            # (here, where a signal still removes the lab)
+            ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
             if stop.requested:  # came while up() was finishing: the user still wants no lab
                 lab.down()
                 fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)
         wall = time.perf_counter() - started
-        # how many namespaces the next run of this command line starts making at once
-        ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
         if not quiet:
             console.print(node_table(lab.plan))
         details = [f"build {timings.total:.3f} s"]

@@ -209,7 +209,8 @@ class SpareNamespaces:
     descriptor of this process and has nothing but a loopback that is down, so every one
     not adopted, all of them when the file turns out wrong or the process is killed (-9
     too), is freed by the kernel with its last descriptor. `count` is a hint (read from the
-    file, unchecked): at most MAX, and a quarter of the descriptors the process may open."""
+    file, or the last run of this command line's: netrig.rig.ahead; unchecked): at most
+    MAX, and a quarter of the descriptors the process may open."""
 
     MAX = 1024  # bounds the work thrown away when a large file turns out wrong
     # while the thread runs: it needs the GIL for a moment between two system calls, and at
@@ -220,17 +221,29 @@ class SpareNamespaces:
         import resource
 
         self._allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4
-        self.count = 0
-        self.retarget(count)
+        self.count = max(0, min(count, self.MAX, self._allowed))
         self.error: OSError | None = None  # why it stopped early (the build makes the rest)
+        self._made = 0  # by the thread (taken ones included)
         self._ready: list[int] = []  # descriptors (list.append and pop are atomic)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def retarget(self, count: int) -> None:
         """Make `count` in all (bounded as in the constructor), also while the thread runs:
-        it stops when it has made that many; those made beyond are freed by `close`."""
+        it stops when it has made that many; those made beyond are freed by `close`. A
+        thread that had already finished is started again for the rest (a hint too small);
+        should it be just finishing, the build makes what is missing."""
         self.count = max(0, min(count, self.MAX, self._allowed))
+        thread = self._thread
+        if (
+            thread is not None
+            and not thread.is_alive()
+            and self.error is None
+            and not self._stop.is_set()
+            and self._made < self.count
+        ):
+            self._thread = None
+            self.start()
 
     def start(self) -> SpareNamespaces:
         if not self.count or self._thread is not None:
@@ -252,11 +265,10 @@ class SpareNamespaces:
         interval = sys.getswitchinterval()
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         try:
-            made = 0
-            while made < self.count:  # read each time: retarget() may change it
+            while self._made < self.count:  # read each time: retarget() may change it
                 if self._stop.is_set():
                     return
-                made += 1
+                self._made += 1
                 unshare(CLONE_NEWNET)
                 self._ready.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC))
         except OSError as exc:  # e.g. out of namespaces: the build makes what it lacks

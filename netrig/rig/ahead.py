@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from netrig.rig.cachedir import TMP_PREFIX, cache_dir
@@ -31,16 +32,18 @@ if TYPE_CHECKING:  # imported when there is a hint: a new command line pays for 
 HINTS_FILE = "ahead"  # in cache_dir(): "KEY COUNT" lines, the newest last
 MAX_HINTS = 64
 MAX_BYTES = 64 << 10  # a longer file is not ours: ignored
+MAX_DIGITS = 6  # a longer count is not ours (and int() refuses over 4,300 digits)
 
 _early: SpareNamespaces | None = None  # started by start(), not yet claimed by spares()
 _key: str | None = None  # this process's command line, when it is a `netrig up`
 _hint = 0  # what the hints said for it
+_aging = False  # its hint is among the older half: learn() writes it again, as the newest
 
 
 def start(argv: list[str]) -> None:
     """For `netrig up …` as root, start making the namespaces this command line built last
     time (nothing for any other command, user or command line)."""
-    global _early, _key, _hint
+    global _early, _key, _hint, _aging
     if len(argv) < 2 or argv[0] != "up" or os.geteuid() != 0:
         return
     directory = cache_dir()
@@ -48,7 +51,9 @@ def start(argv: list[str]) -> None:
         return
     try:  # never the reason `up` fails: then it makes its namespaces as without a hint
         _key = command_key(argv)
-        _hint = read_hints(directory).get(_key, 0)
+        hints = read_hints(directory)
+        _hint = hints.get(_key, 0)
+        _aging = _hint > 0 and list(hints).index(_key) < len(hints) - MAX_HINTS // 2
         if _hint:
             from netrig.lab.netns import SpareNamespaces
 
@@ -76,10 +81,11 @@ def hinted() -> int:
 
 
 def learn(count: int) -> None:
-    """Keep `count` as the hint for this command line, if start() saw it and it changed; a
-    failure to write is not an error of `up`."""
+    """Keep `count` as the hint for this command line, if start() saw it and it changed
+    (or is aging: a command line run often is not pushed out by 64 others); a failure to
+    write is not an error of `up`."""
     directory = cache_dir()
-    if _key is None or count == _hint or directory is None:
+    if _key is None or (count == _hint and not _aging) or directory is None:
         return
     with contextlib.suppress(OSError):
         write_hint(directory, _key, count)
@@ -102,13 +108,19 @@ def command_key(argv: list[str]) -> str:
 def read_hints(directory: str) -> dict[str, int]:
     """The hints, oldest first; none when the file is missing, not a plain file, not
     this user's alone, or too long."""
-    try:
-        fd = os.open(os.path.join(directory, HINTS_FILE), os.O_RDONLY | os.O_NOFOLLOW)
+    try:  # not blocking: a FIFO put there must not stall `up`
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(os.path.join(directory, HINTS_FILE), flags)
     except OSError:
         return {}
     try:
         st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > MAX_BYTES:
+        if (
+            not S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022
+            or st.st_size > MAX_BYTES
+        ):
             return {}
         text = os.read(fd, MAX_BYTES).decode("ascii", "replace")
     finally:
@@ -116,7 +128,7 @@ def read_hints(directory: str) -> dict[str, int]:
     hints: dict[str, int] = {}
     for line in text.splitlines():
         key, _, count = line.partition(" ")
-        if len(key) == 32 and count.isdigit():
+        if len(key) == 32 and count.isdigit() and len(count) <= MAX_DIGITS:
             hints.pop(key, None)  # a later line is newer
             hints[key] = int(count)
     return hints
