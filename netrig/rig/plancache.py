@@ -30,6 +30,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 from netrig.rig.cachedir import TMP_PREFIX, cache_dir
@@ -168,13 +169,15 @@ def _load(directory: str, digest: str) -> tuple[int, bytes, bytes] | None:
     """The entry's namespace count and its pickled plan and routes; None if there is no usable
     entry (none, another's, torn, stale, or its needs not met here)."""
     try:
-        fd = os.open(_entry_path(directory, digest), os.O_RDONLY | os.O_NOFOLLOW)
+        # not blocking: a FIFO put in an entry's place must not stall `up`
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(_entry_path(directory, digest), flags)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            return None  # not written by this user alone: never unpickled
+        if not S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return None  # not a file written by this user alone: never unpickled
         try:
             version, stored, nodes, needs, plan, routes = pickle.load(fh)
         except Exception:  # a torn or foreign file is no entry

@@ -114,6 +114,10 @@ def test_entries_others_could_write_are_never_read(cache: Path, tmp_path: Path) 
     assert found_plan(path) is not None
     entry.write_bytes(entry.read_bytes()[:100])  # torn
     assert found_plan(path) is None
+    entry.unlink()
+    os.mkfifo(entry, 0o600)  # not a plain file (no writer: a blocking open would hang)
+    assert found_plan(path) is None
+    entry.unlink()
     cache.chmod(0o777)
     remember(path)  # not written where others can write
     assert found_plan(path) is None
