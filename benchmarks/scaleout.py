@@ -65,6 +65,8 @@ def main() -> None:
         sys.exit("scaleout.py: run as root (netrig creates network namespaces)")
     tag = f"so{os.getpid() % 100000}"
     with tempfile.TemporaryDirectory() as folder:
+        # the plans `netrig up` remembers (and its namespace hints) go with the folder
+        os.environ["NETRIG_PLAN_CACHE"] = os.path.join(folder, "plans")
         path = experiment(folder, tag, args.repeat)
         runs = 2 * args.repeat
         start, began = time.perf_counter(), time.time()
