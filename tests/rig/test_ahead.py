@@ -19,13 +19,6 @@ from tests.conftest import netrig_cli, new_lab_name, requires_root
 RING = "name: {name}\ntopology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "plans"
-    monkeypatch.setenv("NETRIG_PLAN_CACHE", str(directory))
-    return directory
-
-
 def test_hints_round_trip_newest_last_and_bounded(cache: Path) -> None:
     keys = [f"{i:032x}" for i in range(ahead.MAX_HINTS + 6)]
     for i, key in enumerate(keys):

@@ -21,13 +21,6 @@ from tests.test_startup import HEAVY, imported, tops
 RING = "name: {name}\ntopology: {{kind: ring, nodes: {n}}}\nrouting: {{protocol: static}}\n"
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "plans"
-    monkeypatch.setenv("NETRIG_PLAN_CACHE", str(directory))
-    return directory
-
-
 def remember(path: Path, name: str | None = None, needs: list[Need] | None = None) -> str:
     """Plan the file as `netrig up` does on a miss and remember it; its plan's JSON."""
     found = plancache.lookup(str(path), name)
