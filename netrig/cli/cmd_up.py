@@ -69,7 +69,9 @@ def up(
     Ctrl-C, SIGTERM or SIGHUP removes the partial lab (exit 130, 143, 129).
 
     A lab file built or validated before, unchanged, is built from its remembered plan
-    (what it needs from this host is checked again); NETRIG_PLAN_CACHE=off keeps none.
+    (what it needs from this host is checked again), and a command line run before starts
+    making as many namespaces as it built then, first thing; NETRIG_PLAN_CACHE=off keeps
+    neither.
 
     FILE may also be an experiment file (with `measure:`): its lab is built as for the
     first point of its sweep, and nothing is measured (that is `netrig run`). It may be a
