@@ -124,7 +124,7 @@ def up(
                 _interrupted(lab, stop)
             # how many namespaces the next run of this command line starts making at once
             # (here, where a signal still removes the lab)
-            ahead.learn(sum(1 for node in lab.plan.nodes.values() if not node.shares))
+            ahead.learn(len(lab.plan.namespace_nodes()))
             if stop.requested:  # came while up() was finishing: the user still wants no lab
                 lab.down()
                 fail(f"interrupted ({stop.name}); the lab was removed", stop.exit_code)

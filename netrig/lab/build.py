@@ -92,7 +92,7 @@ def build(
     t = BuildTimings()
     start = time.perf_counter()
     netns.prepare_run_dir()
-    nodes = [n for n in plan.nodes.values() if not n.shares]  # a sharing node has none
+    nodes = plan.namespace_nodes()
     _record_names(plan.name, nodes, ledger)
 
     say(f"creating {len(nodes)} namespaces")

@@ -172,6 +172,11 @@ class LabPlan:
     def hosts(self) -> list[NodePlan]:
         return [n for n in self.nodes.values() if n.kind == "host"]
 
+    def namespace_nodes(self) -> list[NodePlan]:
+        """The nodes that get a network namespace of their own (one that shares another's
+        makes none): what the build makes, and what `up` makes ahead."""
+        return [n for n in self.nodes.values() if not n.shares]
+
     def route_count(self) -> int:
         self.finish_routes()
         return sum(len(n.routes) for n in self.nodes.values())

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from stat import S_ISREG
 from typing import TYPE_CHECKING
 
-from netrig.rig.cachedir import TMP_PREFIX, cache_dir
+from netrig.rig.cachedir import cache_dir, open_own, replace_own
 
 if TYPE_CHECKING:  # imported when there is a hint: a new command line pays for no import
     from netrig.lab.netns import SpareNamespaces
@@ -108,19 +107,11 @@ def command_key(argv: list[str]) -> str:
 def read_hints(directory: str) -> dict[str, int]:
     """The hints, oldest first; none when the file is missing, not a plain file, not
     this user's alone, or too long."""
-    try:  # not blocking: a FIFO put there must not stall `up`
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-        fd = os.open(os.path.join(directory, HINTS_FILE), flags)
-    except OSError:
+    fd = open_own(os.path.join(directory, HINTS_FILE))
+    if fd is None:
         return {}
     try:
-        st = os.fstat(fd)
-        if (
-            not S_ISREG(st.st_mode)
-            or st.st_uid != os.geteuid()
-            or st.st_mode & 0o022
-            or st.st_size > MAX_BYTES
-        ):
+        if os.fstat(fd).st_size > MAX_BYTES:
             return {}
         text = os.read(fd, MAX_BYTES).decode("ascii", "replace")
     finally:
@@ -137,25 +128,9 @@ def read_hints(directory: str) -> dict[str, int]:
 def write_hint(directory: str, key: str, count: int) -> None:
     """Set one hint (the newest), keeping the newest MAX_HINTS, replaced whole (a reader
     sees the old file or the new one)."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        return  # a directory others can write to is not where we keep anything
     hints = read_hints(directory)
     hints.pop(key, None)
     hints[key] = count
     kept = list(hints.items())[-MAX_HINTS:]
-    # named as the plan cache names its temporary files (one a killed writer left is
-    # pruned); not by tempfile, whose import costs more than the write (~3 ms)
-    tmp = os.path.join(directory, f"{TMP_PREFIX}ahead{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)  # one left by a killed process that had this PID
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.writelines(f"{k} {c}\n" for k, c in kept)
-        os.replace(tmp, os.path.join(directory, HINTS_FILE))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = "".join(f"{k} {c}\n" for k, c in kept)
+    replace_own(directory, HINTS_FILE, text.encode("ascii"))

@@ -30,10 +30,9 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from stat import S_ISREG
 from typing import TYPE_CHECKING
 
-from netrig.rig.cachedir import TMP_PREFIX, cache_dir
+from netrig.rig.cachedir import TMP_PREFIX, cache_dir, open_own, replace_own
 from netrig.rig.hostneeds import Need, all_met
 
 try:  # hashlib's import loads OpenSSL (~3 ms), for a BLAKE2 that is built in
@@ -161,23 +160,21 @@ def _code_stamp() -> str:
     return "\n".join(stamps)
 
 
+def _entry_name(digest: str) -> str:
+    return f"{digest}.plan"
+
+
 def _entry_path(directory: str, digest: str) -> str:
-    return os.path.join(directory, f"{digest}.plan")
+    return os.path.join(directory, _entry_name(digest))
 
 
 def _load(directory: str, digest: str) -> tuple[int, bytes, bytes] | None:
     """The entry's namespace count and its pickled plan and routes; None if there is no usable
     entry (none, another's, torn, stale, or its needs not met here)."""
-    try:
-        # not blocking: a FIFO put in an entry's place must not stall `up`
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-        fd = os.open(_entry_path(directory, digest), flags)
-    except OSError:
-        return None
+    fd = open_own(_entry_path(directory, digest))
+    if fd is None:
+        return None  # none, or not a file written by this user alone: never unpickled
     with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            return None  # not a file written by this user alone: never unpickled
         try:
             version, stored, nodes, needs, plan, routes = pickle.load(fh)
         except Exception:  # a torn or foreign file is no entry
@@ -199,23 +196,10 @@ def _store(directory: str, digest: str, plan: LabPlan, needs: list[Need]) -> Non
         plain_routes({name: node.routes for name, node in plan.nodes.items()}), protocol=5
     )
     bare_blob = pickle.dumps(plan.without_routes(), protocol=5)
-    namespaces = sum(1 for node in plan.nodes.values() if not node.shares)  # made ahead
+    namespaces = len(plan.namespace_nodes())  # made ahead
     blob = pickle.dumps((FORMAT, digest, namespaces, needs, bare_blob, routes), protocol=5)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    st = os.stat(directory)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        return  # a directory others can write to is not where we keep pickles
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=TMP_PREFIX, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, _entry_path(directory, digest))
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    _prune(directory)
+    if replace_own(directory, _entry_name(digest), blob):
+        _prune(directory)
 
 
 def _prune(directory: str) -> None:
