@@ -42,6 +42,9 @@ ministat's options (parsed like getopt: clusters such as -As, -w80):
 Output, error messages and exit codes are byte-identical to Debian's ministat
 20150715 (exit 2: bad usage or data; 1: a file cannot be opened). Where ministat
 itself crashes (plotting inf or nan values, -w 1) this says why and exits 2.
+Where a set's stddev is nan and its rounded average lies beyond its points,
+ministat writes that "A" past its bar (it crashes or drops the mark); this
+draws the plot without it.
 
 \b
 Example:
@@ -226,6 +229,12 @@ def _load(path: bytes, inv: Invocation, stdin: _Stdin) -> Dataset:
     return make_dataset(name, values)
 
 
+def load_datasets(inv: Invocation, stdin: BinaryIO | None) -> list[Dataset]:
+    """Every data set of the command line, in order (stdin once), or stop like ministat."""
+    source = _Stdin(stdin)
+    return [_load(p, inv, source) for p in (inv.files or [b"-"])]
+
+
 def run(
     argv: Sequence[bytes],
     *,
@@ -240,8 +249,7 @@ def run(
 
     try:
         inv = parse_command_line(argv, default_width=default_width, posixly_correct=posixly_correct)
-        source = _Stdin(stdin)
-        datasets = [_load(p, inv, source) for p in (inv.files or [b"-"])]
+        datasets = load_datasets(inv, stdin)
         opts = RenderOptions(
             width=inv.width,
             confidence_index=inv.confidence_index,

@@ -522,6 +522,12 @@ class Plot:
 
     `data` is a rows x width grid of OR-ed set numbers; row 0 is never shown, and the
     shown height is that of the *last* set plotted (ministat's `pl->height = m`).
+
+    A bar mark can fall outside the plot: when a set's stddev is nan (a negative variance
+    from rounding), DimPlot does not widen the plot by avg ± stddev, and a rounded average
+    can lie beyond every point. ministat then writes past its bar's buffer, which is
+    undefined: it crashes, or prints the bar without that mark. netrig leaves the mark out
+    and lists it in `marks_left_out`.
     """
 
     def __init__(self, width: int, separate_bars: bool, num_datasets: int) -> None:
@@ -533,6 +539,8 @@ class Plot:
         self.data = np.zeros((0, width), dtype=np.uint8)
         self.allocated = False
         self.bars: list[bytearray | None] = [None] * num_datasets
+        # bar marks that fall outside the bar: ministat writes them past its buffer
+        self.marks_left_out: list[bytes] = []
 
     def adjust(self, a: float) -> None:
         """AdjPlot: widen the range to include `a` (NaN never compares, so never widens)."""
@@ -557,13 +565,19 @@ class Plot:
             raise PlotError("a plot column is not finite")
         if len(cols) and (cols.min() <= _INT_MIN - 1 or cols.max() >= _INT_MAX + 1):
             raise PlotError("a plot column is beyond the int range")
-        x = cols.astype(np.int64)
+        return cols.astype(np.int64)
+
+    def _point_columns(self, points: np.ndarray) -> np.ndarray:
+        """The columns of a set's points: min and max widened the plot, so a point outside
+        it would be written into another row of ministat's grid; refused, never seen."""
+        with np.errstate(all="ignore"):
+            x = self._check((points - self.x0) / self.dx)
         if len(x) and (x.min() < 0 or x.max() >= max(self.width, 1)):
             raise PlotError("a plot column is outside the plot")
         return x
 
     def column(self, v: float) -> int:
-        """The plot column of one value: (int)((v - x0) / dx)."""
+        """The bar column of one value: (int)((v - x0) / dx), possibly outside the bar."""
         return int(self._check(np.array([c_div(v - self.x0, self.dx)]))[0])
 
     def add(self, ds: Dataset, val: int) -> None:
@@ -573,8 +587,7 @@ class Plot:
         bar = val - 1 if self.separate_bars else 0
         if self.bars[bar] is None:
             self.bars[bar] = bytearray(self.width)
-        with np.errstate(all="ignore"):
-            x = self._check((ds.points - self.x0) / self.dx)
+        x = self._point_columns(ds.points)
         j = _stack_positions(x)
         m = (int(j.max()) if len(j) else 1) + 1
         if m > self.height:
@@ -598,8 +611,12 @@ class Plot:
         """|___A___M___|: avg ± stddev, then median, then average on top."""
 
         def put(x: int, ch: bytes) -> None:
-            if self.width:
+            if not self.width:
+                return
+            if 0 <= x < self.width:
                 line[x] = ch[0]
+            else:
+                self.marks_left_out.append(ch)
 
         sd = ds.stddev()
         if not math.isnan(sd):
@@ -607,7 +624,9 @@ class Plot:
             hi = self.column(ds.avg() + sd)
             put(hi, b"|")
             put(lo, b"|")
-            for i in range(lo + 1, hi):
+            if lo + 1 < 0 or hi > self.width:
+                self.marks_left_out.append(b"_")
+            for i in range(max(lo + 1, 0), min(hi, self.width)):
                 if line[i] == 0:
                     line[i] = ord("_")
         put(self.column(ds.median()), b"M")
@@ -638,14 +657,19 @@ def _stack_positions(x: np.ndarray) -> np.ndarray:
     return index - np.maximum.accumulate(np.where(new_run, index, 0)) + 1
 
 
-def render_plot(datasets: Sequence[Dataset], width: int, separate_bars: bool) -> bytes:
-    """The whole ASCII plot for the data sets, or raise PlotError where ministat crashes."""
+def draw_plot(datasets: Sequence[Dataset], width: int, separate_bars: bool) -> Plot:
+    """DimPlot and PlotSet for every set, or raise PlotError where ministat crashes."""
     plot = Plot(width, separate_bars, len(datasets))
     for ds in datasets:
         plot.dim(ds)
     for val, ds in enumerate(datasets, start=1):
         plot.add(ds, val)
-    return plot.dump()
+    return plot
+
+
+def render_plot(datasets: Sequence[Dataset], width: int, separate_bars: bool) -> bytes:
+    """The whole ASCII plot for the data sets, or raise PlotError where ministat crashes."""
+    return draw_plot(datasets, width, separate_bars).dump()
 
 
 # -- the whole report ------------------------------------------------------------------------------

@@ -13,7 +13,14 @@ import random
 from pathlib import Path
 
 import pytest
-from ministat_harness import INSTALL_HINT, Case, check_same, ministat_path
+from ministat_harness import (
+    INSTALL_HINT,
+    Case,
+    check_same,
+    ministat_path,
+    run_ministat,
+    run_netrig,
+)
 
 N_GENERATED = 400
 # the first of this run's seeds: fresh each run unless given, to reproduce a failure
@@ -204,6 +211,8 @@ X1 = b"1\n2\n3\n"
 X2 = b"10\n11\n13\n"
 TIES = b"".join(b"%d\n" % (i % 4) for i in range(40))
 TIES2 = b"".join(b"%d\n" % (i % 3) for i in range(10))
+ROUND5 = b"973142198818.723\n" * 5
+ROUND10 = b"973142198818.72253\n" * 10
 NAN_MIX = b"".join(b"nan\n" if i % 7 == 3 else b"%d\n" % (i * 37 % 101) for i in range(99))
 
 EDGE: dict[str, Case] = {
@@ -321,6 +330,11 @@ EDGE: dict[str, Case] = {
     "student 100 df": Case(
         ["-A", "a", "b"], {"a": TIES, "b": b"".join(b"%d\n" % (i % 5) for i in range(62))}
     ),
+    # stddev nan and the average beyond the points: ministat writes "A" past its bar
+    "average beyond the points, -s": Case(
+        ["-s", "-c", "90", "a", "b"], {"a": ROUND5, "b": ROUND10}
+    ),
+    "average beyond the points": Case(["a", "b"], {"a": ROUND5, "b": ROUND10}),
     "seed 003 shape": Case(
         ["a", "b"],
         {
@@ -344,3 +358,20 @@ def test_crash_cases_are_reported_not_copied(ministat: str, tmp_path: Path) -> N
         if check_same(ministat, EDGE[name], tmp_path / name.replace(" ", "_")).rc < 0
     ]
     assert crashed, "expected ministat to crash on at least one of these inputs"
+
+
+def test_average_beyond_the_points_draws_what_ministat_prints_when_it_survives(
+    ministat: str, tmp_path: Path
+) -> None:
+    """With -s the stray "A" lands in freed memory and ministat prints the plot without it,
+    byte for byte what netrig prints; without -s it hits the bar pointers and segfaults,
+    and netrig prints the same kind of plot instead of nothing."""
+    case = EDGE["average beyond the points, -s"]
+    argv = case.materialise(tmp_path / "s")
+    real, ours = run_ministat(ministat, argv, case), run_netrig(argv, case)
+    assert real.rc == 0 and ours == real
+    case = EDGE["average beyond the points"]
+    argv = case.materialise(tmp_path / "one_bar")
+    real, ours = run_ministat(ministat, argv, case), run_netrig(argv, case)
+    assert real.rc < 0 and ours.rc == 0
+    assert ours.stdout.splitlines()[-6] == b"|M" + b" " * 72 + b"A|"  # set 1's A only

@@ -146,6 +146,18 @@ def test_plot_refuses_what_crashes_ministat() -> None:
         m.render_plot([m.make_dataset(b"b", [1.0, math.inf, 3.0])], 74, False)
 
 
+def test_plot_leaves_out_an_average_beyond_the_points() -> None:
+    """Ten equal values whose sum rounds low: stddev is nan and the average lies left of
+    every point, so its "A" would go 18 columns before the bar; CI's seed 612714131."""
+    ref = m.make_dataset(b"a", [973142198818.723] * 5)
+    low = m.make_dataset(b"b", [973142198818.72253] * 10)
+    assert math.isnan(low.stddev()) and low.avg() < low.min()
+    plot = m.draw_plot([ref, low], 74, True)
+    assert plot.marks_left_out == [b"A"]
+    bars = plot.dump().decode().splitlines()[-3:-1]
+    assert bars == ["|" + " " * 73 + "A|", "|M" + " " * 73 + "|"]
+
+
 def test_getopt_permutes_and_stops_at_double_dash() -> None:
     g = GnuGetopt([b"a", b"-nw", b"40", b"b", b"--", b"-s"])
     assert list(g) == [(ord("n"), None), (ord("w"), b"40")]
