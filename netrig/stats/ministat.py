@@ -527,7 +527,7 @@ class Plot:
     from rounding), DimPlot does not widen the plot by avg ± stddev, and a rounded average
     can lie beyond every point. ministat then writes past its bar's buffer, which is
     undefined: it crashes, or prints the bar without that mark. netrig leaves the mark out
-    and lists it in `marks_left_out`.
+    and lists it in `marks_left_out` (as it does a zero-width plot's points: _point_columns).
     """
 
     def __init__(self, width: int, separate_bars: bool, num_datasets: int) -> None:
@@ -568,12 +568,16 @@ class Plot:
         return cols.astype(np.int64)
 
     def _point_columns(self, points: np.ndarray) -> np.ndarray:
-        """The columns of a set's points: min and max widened the plot, so a point outside
-        it would be written into another row of ministat's grid; refused, never seen."""
+        """The columns of a set's points. min and max widened the plot, so a point outside
+        it would land in another row of ministat's grid: refused, never seen. A zero-width
+        grid shows no point, so there a column a rounding error puts at -1 or 1 (never
+        written here) is a write ministat makes past its grid, like a bar mark's."""
         with np.errstate(all="ignore"):
             x = self._check((points - self.x0) / self.dx)
         if len(x) and (x.min() < 0 or x.max() >= max(self.width, 1)):
-            raise PlotError("a plot column is outside the plot")
+            if self.width:
+                raise PlotError("a plot column is outside the plot")
+            self.marks_left_out.append(b"point")
         return x
 
     def column(self, v: float) -> int:

@@ -335,6 +335,8 @@ EDGE: dict[str, Case] = {
         ["-s", "-c", "90", "a", "b"], {"a": ROUND5, "b": ROUND10}
     ),
     "average beyond the points": Case(["a", "b"], {"a": ROUND5, "b": ROUND10}),
+    # its points land at column 1 of a zero-width grid (seed 2872095500)
+    "width zero, points beyond the grid": Case(["-s", "-w", "0", "a"], {"a": b"7080.345\n" * 10}),
     "seed 003 shape": Case(
         ["a", "b"],
         {

@@ -158,6 +158,20 @@ def test_plot_leaves_out_an_average_beyond_the_points() -> None:
     assert bars == ["|" + " " * 73 + "A|", "|M" + " " * 73 + "|"]
 
 
+def test_zero_width_plot_takes_points_a_rounding_error_puts_beyond_it() -> None:
+    """The average of ten 7080.345 rounds up, so a zero-width plot's points fall at column
+    1 (seed 2872095500 of a longer cross-check run): nothing shows, ministat survives."""
+    flat = m.make_dataset(b"a", [7080.345] * 10)
+    plot = m.draw_plot([flat], 0, True)
+    assert plot.marks_left_out == [b"point"]
+    assert plot.dump().count(b"||\n") == 11  # ten stacked points and the bar
+    wide = m.Plot(74, False, 1)
+    wide.adjust(0.0)
+    wide.adjust(73.0)
+    with pytest.raises(m.PlotError, match="outside"):  # with a width: another row, refused
+        wide._point_columns(np.array([200.0]))
+
+
 def test_getopt_permutes_and_stops_at_double_dash() -> None:
     g = GnuGetopt([b"a", b"-nw", b"40", b"b", b"--", b"-s"])
     assert list(g) == [(ord("n"), None), (ord("w"), b"40")]
