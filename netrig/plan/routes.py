@@ -216,7 +216,7 @@ class _Spans:
             start = apart.copy()
             start[1:] |= a[1:] != a[:-1]
             firsts = np.flatnonzero(start)
-            lasts = np.r_[firsts[1:] - 1, len(a) - 1]
+            lasts = np.append(firsts[1:] - 1, len(a) - 1)
             values_at = a[firsts]
             if self.merge and values_at.dtype != object and len(values) <= 62:
                 firsts, lasts, values_at = _merged_runs(firsts, lasts, values_at, apart[firsts])
@@ -257,7 +257,7 @@ def _merged_runs(
     def next_stop(stop: np.ndarray) -> np.ndarray:
         """Per i: the first k > i where stop[k] (n: none)."""
         at = np.where(stop, positions, n)
-        return np.r_[np.minimum.accumulate(at[::-1])[::-1][1:], n]
+        return np.append(np.minimum.accumulate(at[::-1])[::-1][1:], n)
 
     end = np.where(any_, next_stop(brk), positions + 1)
     keyed = a[~any_]
@@ -272,7 +272,7 @@ def _merged_runs(
         starts.append(i)
         i = ends[i]
     begin = np.array(starts)
-    stop = np.r_[begin[1:], n]
+    stop = np.append(begin[1:], n)
     merged = np.bitwise_and.reduceat(a, begin)
     return firsts[begin], lasts[stop - 1], merged
 
