@@ -405,7 +405,9 @@ def make_dataset(name: bytes, values: np.ndarray | Sequence[float]) -> Dataset:
         return Dataset(name, v, 0.0, 0.0)
     with np.errstate(all="ignore"):  # overflow to inf is what C does too
         partial = np.add.accumulate(v)  # sequential, like `sy += a`; not pairwise
-        sy = float(partial[-1])
+        # ministat's sum starts at 0.0, and 0.0 + -0.0 is 0.0: of values all -0.0 the sum
+        # is 0.0, not the -0.0 numpy's (which starts at the first value) gives
+        sy = float(partial[-1]) + 0.0
         syy = float(np.add.accumulate(v * v)[-1])
     if math.isnan(sy):
         sy = _first_nan(v, partial)

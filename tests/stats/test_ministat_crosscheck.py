@@ -324,6 +324,7 @@ EDGE: dict[str, Case] = {
     "huge values crash the plot": Case(["a"], {"a": b"1e300\n-1e300\n5\n"}),
     "huge values -n": Case(["-n", "a"], {"a": b"1e300\n-1e300\n5\n"}),
     "negative zero": Case(["a", "b"], {"a": b"0\n-0\n0\n-0.0\n", "b": b"-0\n-0\n1\n"}),
+    "all negative zero": Case(["a", "b"], {"a": b"1\n2\n3\n", "b": b"-0.00\n-0.00\n-0.00\n"}),
     "negative zero minimum": Case(["-n", "a"], {"a": b"1\n0\n-0\n2\n"}),
     "avg zero relative": Case(["a", "b"], {"a": b"-1\n0\n1\n", "b": b"5\n6\n7\n"}),
     "student beyond 100 df": Case(["-A", "a", "b"], {"a": TIES, "b": TIES2 * 7}),
