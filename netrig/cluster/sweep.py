@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import socket
+import time
 import uuid
 from collections import deque
 from collections.abc import Mapping
@@ -56,14 +58,50 @@ IN_FLIGHT = 2  # runs sent to a host at once: the next waits there for the one m
 RELEASE_TIMEOUT = 120.0
 
 
+REFUSED_GRACE = 1.0  # s: a scheduler that is still starting may refuse for a moment
+
+
 def connect(address: str) -> Any:
     """A Dask client of the scheduler at `address`; LabError if it cannot be reached."""
+    if refused_for_a_while(address):
+        raise LabError(
+            f"cannot reach the cluster scheduler {address}: connection refused (nothing "
+            "listens there: is the scheduler running, and is that its port?)"
+        )
     from distributed import Client
 
     try:
         return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
+
+
+def refused_for_a_while(address: str) -> bool:
+    """Does a TCP scheduler address refuse every connection for REFUSED_GRACE seconds?
+
+    Dask's Client tries a refused address again until its timeout, so a mistyped port or
+    a scheduler not started cost CONNECT_TIMEOUT before the message. Anything else (no
+    route, no answer, another scheme) is left to the Client and its timeout."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location) if scheme == "tcp" else (None, None)
+    except ValueError:
+        return False
+    if host is None or port is None:
+        return False
+    deadline = time.monotonic() + REFUSED_GRACE
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=REFUSED_GRACE):
+                return False
+        except ConnectionRefusedError:
+            if time.monotonic() >= deadline:
+                return True
+            time.sleep(0.1)
+        except OSError:
+            return False
 
 
 @dataclass

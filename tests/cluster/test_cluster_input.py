@@ -4,6 +4,7 @@ scheduler), nothing created, no traceback."""
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,39 @@ def test_an_unreachable_scheduler_is_one_message(tmp_path: Path) -> None:
     done = netrig_cli("run", str(exp), "--db", str(tmp_path / "r.db"), "--cluster",
                       f"tcp://127.0.0.1:{port}", timeout=60)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    # said after REFUSED_GRACE, not after the Client's 10 s of tries
     assert "cannot reach the cluster scheduler" in done.stderr
+    assert "connection refused (nothing listens there" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:  # bound, then closed: nobody listens there
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_refused_for_a_while_tells_nobody_listening_from_a_scheduler_starting() -> None:
+    """Refused for the whole grace: True. Listening, or listening within the grace (a
+    scheduler still starting): False, and the Client connects as before. Another scheme or
+    an address without a port: False, left to the Client."""
+    from netrig.cluster.sweep import REFUSED_GRACE, refused_for_a_while
+
+    assert refused_for_a_while(f"tcp://127.0.0.1:{_free_port()}")
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert not refused_for_a_while(f"tcp://127.0.0.1:{server.getsockname()[1]}")
+    with socket.socket() as late:
+        late.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        late.bind(("127.0.0.1", 0))  # bound, not yet listening: connections are refused
+        timer = threading.Timer(REFUSED_GRACE / 3, late.listen)
+        timer.start()
+        try:
+            assert not refused_for_a_while(f"tcp://127.0.0.1:{late.getsockname()[1]}")
+        finally:
+            timer.join()
+    assert not refused_for_a_while(f"tls://127.0.0.1:{_free_port()}")
+    assert not refused_for_a_while("tcp://127.0.0.1")
 
 
 def test_a_sweep_whose_lab_has_placement_goes_to_the_cluster(tmp_path: Path) -> None:
