@@ -25,10 +25,13 @@ from netrig.cli.common import reports_errors
               "the interface Dask picks to reach the scheduler).")
 @click.option("--nthreads", type=click.IntRange(1), default=2, show_default=True,
               help="Dask threads; runs still go one at a time (resource netrig-host=1).")
+@click.option("--join-timeout", type=click.FloatRange(min=0, min_open=True), default=60,
+              show_default=True, metavar="SECONDS",
+              help="How long to wait for the scheduler (a worker may start before it).")
 @reports_errors
 def worker(scheduler: str, name: str | None, state_dir: str | None, ns_prefix: str,
            underlay_ns: str | None, underlay_addr: str | None, listen: str | None,
-           nthreads: int) -> None:
+           nthreads: int, join_timeout: float) -> None:
     """Serve as one lab host of a Dask cluster, until SIGTERM or Ctrl-C.
 
     Runs one run (or one lab part) at a time, as root, with this host's own ledger;
@@ -55,4 +58,4 @@ def worker(scheduler: str, name: str | None, state_dir: str | None, ns_prefix: s
         underlay_ns=underlay_ns,
         underlay_addr=underlay_addr,
     )
-    run_worker(scheduler, config, listen, nthreads)
+    run_worker(scheduler, config, listen, nthreads, join_timeout)

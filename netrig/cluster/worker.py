@@ -28,6 +28,7 @@ from netrig.cluster.host import (
     set_current,
 )
 from netrig.host.facts import collect_host_facts
+from netrig.lab.build import LabError
 
 FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
 
@@ -92,15 +93,26 @@ def prepare(config: HostConfig) -> None:
     _prepared = True
 
 
-async def _serve(scheduler: str, config: HostConfig, listen: str | None, nthreads: int) -> None:
+JOIN_TIMEOUT = 60.0  # s: a worker started before its scheduler waits this long for it
+
+
+async def _serve(
+    scheduler: str, config: HostConfig, listen: str | None, nthreads: int, join_timeout: float
+) -> None:
     worker = NetrigWorker(
-        scheduler, host_config=config, nthreads=nthreads, host=listen, death_timeout=60
+        scheduler, host_config=config, nthreads=nthreads, host=listen, death_timeout=join_timeout
     )
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
-    await worker
+    try:
+        await worker
+    except TimeoutError:  # Dask closed the worker: one message, not its traceback
+        raise LabError(
+            f"cannot reach the cluster scheduler {scheduler} in {join_timeout:g} s: start it "
+            "first (or give --join-timeout more), and check its address"
+        ) from None
     try:
         finished = asyncio.ensure_future(worker.finished())
         stopper = asyncio.ensure_future(stopping.wait())
@@ -122,14 +134,18 @@ def _preload() -> None:
 
 
 def run_worker(
-    scheduler: str, config: HostConfig, listen: str | None = None, nthreads: int = 2
+    scheduler: str,
+    config: HostConfig,
+    listen: str | None = None,
+    nthreads: int = 2,
+    join_timeout: float = JOIN_TIMEOUT,
 ) -> None:
     """Serve as this host's worker until stopped; then remove this host's labs."""
     set_current(config)
     logging.getLogger("distributed").setLevel(logging.WARNING)
     prepare(config)
     try:
-        asyncio.run(_serve(scheduler, config, listen, nthreads))
+        asyncio.run(_serve(scheduler, config, listen, nthreads, join_timeout))
     finally:
         for sweep in list(tasks._sessions):
             tasks.release(sweep)

@@ -78,6 +78,17 @@ def test_refused_for_a_while_tells_nobody_listening_from_a_scheduler_starting() 
     assert not refused_for_a_while("tcp://127.0.0.1")
 
 
+@requires_root
+def test_a_worker_whose_scheduler_never_answers_says_so_after_its_join_timeout(
+    tmp_path: Path,
+) -> None:
+    """Dask closes a worker that cannot join in time with a TimeoutError: one message."""
+    done = netrig_cli("worker", "--scheduler", f"tcp://127.0.0.1:{_free_port()}",
+                      "--join-timeout", "2", "--state-dir", str(tmp_path / "state"), timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot reach the cluster scheduler" in done.stderr and " in 2 s" in done.stderr
+
+
 def test_a_sweep_whose_lab_has_placement_goes_to_the_cluster(tmp_path: Path) -> None:
     """A lab with `placement:` (inline, or in the lab file that `lab:` names) is spread over
     the cluster's hosts: it gets as far as the (absent) scheduler, exit 1, and a bad
