@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import console, err_console, reports_errors
+from netrig.cli.common import console, err_console, fail, reports_errors
 
 
 @cli.command("export")
@@ -44,6 +44,9 @@ def export(file: str, fmt: str, output: str | None, topo: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    with open(output, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror}", 1)
     console.print(f"[green]wrote[/] {output}: lab {plan.name} as a containerlab file ({fmt})")

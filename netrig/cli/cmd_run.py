@@ -56,7 +56,7 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
 )
 @click.option(
     "--repeat",
-    type=click.IntRange(1),
+    type=click.IntRange(1, 100000),  # as the file's `repeat:`
     metavar="N",
     help="Runs per sweep point, instead of the file's `repeat:`.",
 )

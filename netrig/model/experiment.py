@@ -190,8 +190,7 @@ def load_experiment_model(
 ) -> ExperimentModel:
     """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = yamlmarks.read_text(path)
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
     return load_experiment_model_text(text, path, overrides, repeat, name)
@@ -324,8 +323,8 @@ def _apply_overrides(
     for name, raw in overrides.items():
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
+        except (yaml.YAMLError, ValueError, LookupError, AttributeError, OverflowError):
+            value = raw  # not YAML, or YAML PyYAML cannot build (2001-02-30): the text
         if name in params:
             if isinstance(value, list | dict):
                 problems.append(

@@ -127,6 +127,8 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
                 result = _BINARY[type(node.op)](left, right)
             except ZeroDivisionError:
                 raise ExprError(f"{{{text}}}: division by zero") from None
+            except (OverflowError, ValueError) as exc:  # an int too large for a float
+                raise ExprError(f"{{{text}}}: {exc}") from None
             if isinstance(result, float) and not math.isfinite(result):
                 raise ExprError(f"{{{text}}}: the result is not a finite number")
             return result

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from netrig.model import yamlmarks
 from netrig.model.problems import Problem, SpecError
+from netrig.model.yamlmarks import MAX_FILE_BYTES
 
 Kind = Literal["netrig", "clab", "mininet"]
 
@@ -41,11 +42,14 @@ def kind_of(path: str, data: Any = None) -> Kind:
 def read_text(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as fh:
-            return fh.read()
+            text = fh.read(MAX_FILE_BYTES + 1)  # not all of /dev/zero
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
     except UnicodeDecodeError:
         raise SpecError([Problem(path, "not a text file (UTF-8)")]) from None
+    if len(text) > MAX_FILE_BYTES:
+        raise SpecError([Problem(path, f"file too large (more than {MAX_FILE_BYTES} characters)")])
+    return text
 
 
 def lab_doc(path: str, *, topo: str | None = None) -> yamlmarks.MarkedDoc:

@@ -348,7 +348,23 @@ class Addressing(Strict):
             raise ValueError(f"ipv4 pool {self.ipv4} is too small (at most /29)")
         if self.ipv6 is not None and self.ipv6.prefixlen > 64:
             raise ValueError(f"ipv6 pool {self.ipv6} is too small (at most /64)")
+        for pool in (self.ipv4, self.ipv6):
+            for special, what in _NOT_POOLS:
+                if pool is not None and pool.version == special.version and pool.overlaps(special):
+                    raise ValueError(f"pool {pool} overlaps {special} ({what}): not for a lab")
         return self
+
+
+# address space no lab's interfaces may take (each kind of address means something else)
+_NOT_POOLS: tuple[tuple[IPv4Network | IPv6Network, str], ...] = (
+    (IPv4Network("0.0.0.0/8"), "this network"),
+    (IPv4Network("127.0.0.0/8"), "loopback"),
+    (IPv4Network("224.0.0.0/4"), "multicast"),
+    (IPv4Network("240.0.0.0/4"), "reserved"),
+    (IPv6Network("::/8"), "loopback, unspecified and IPv4-mapped"),
+    (IPv6Network("fe80::/10"), "link-local"),
+    (IPv6Network("ff00::/8"), "multicast"),
+)
 
 
 class Check(Strict):

@@ -94,9 +94,24 @@ def load(text: str, file: str = "<string>") -> MarkedDoc:
 
 
 def load_file(path: str) -> MarkedDoc:
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read(MAX_FILE_BYTES + 1)
-    return load(text, path)
+    return load(read_text(path), path)
+
+
+def read_text(path: str) -> str:
+    """A file's text (enough of it for `load` to say it is too big), or YamlSyntaxError at
+    the line of the first byte that is not UTF-8."""
+    limit = 4 * (MAX_FILE_BYTES + 1)  # bytes enough for MAX_FILE_BYTES + 1 characters
+    with open(path, "rb") as fh:
+        data = fh.read(limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if len(data) == limit and exc.start >= limit - 3:  # a character cut by the limit
+            return data[: exc.start].decode("utf-8")
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise YamlSyntaxError(
+            f"{path}:{line}", f"not a text file (UTF-8): byte {data[exc.start]:#04x} here"
+        ) from None
 
 
 def _mark(mark: Any) -> Mark:
@@ -208,7 +223,15 @@ class _Builder:
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
             return construct(_constructor, node)
-        except (yaml.YAMLError, ValueError, OverflowError, TypeError) as exc:
+        # PyYAML's own constructors fail on odd text in other ways too (!!bool 'maybe': KeyError)
+        except (
+            yaml.YAMLError,
+            ValueError,
+            OverflowError,
+            TypeError,
+            LookupError,
+            AttributeError,
+        ) as exc:
             raise YamlSyntaxError(
                 self.where(event.start_mark), f"not a valid {tag.rsplit(':', 1)[-1]}: {exc}"
             ) from None

@@ -208,7 +208,7 @@ def _node_programs(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[P
         if spec_node.netns:
             plan.shares = spec_node.netns
             plan.ns = f"{graph.spec.name}-{spec_node.netns}"
-        kinds = [next(iter(s)) if isinstance(s, dict) else s for s in spec_node.services]
+        kinds = [next(iter(s), "") if isinstance(s, dict) else s for s in spec_node.services]
         services = graph.catalog.services if kinds else None  # the plugins named, no other
         wants_run = any(
             getattr(services.get(k), "private_run", False)

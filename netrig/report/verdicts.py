@@ -14,7 +14,7 @@ its confidence interval, and how many runs a difference of the asked size needs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -29,7 +29,7 @@ from netrig.stats.compare import (
     runs_needed_for,
     welch_t,
 )
-from netrig.stats.ministat import STUDENT_PCT, RenderOptions, make_dataset, render
+from netrig.stats.ministat import STUDENT_PCT, PlotError, RenderOptions, make_dataset, render
 
 MINISTAT_MIN_VALUES = 3  # ministat refuses a data set with fewer points
 DEFAULT_POWER = 0.8
@@ -103,7 +103,10 @@ def compare(
     b = np.asarray(candidate, dtype=np.float64)
     needed = None
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
-        needed = runs_needed_for(a, b, detect, confidence, power)
+        try:
+            needed = runs_needed_for(a, b, detect, confidence, power)
+        except ValueError:  # values so small their squares are 0: no estimate
+            needed = None
     return Comparison(
         a,
         b,
@@ -238,7 +241,11 @@ def ministat_text(
         separate_bars=separate_bars,
     )
     sets = [make_dataset(name.encode(), np.asarray(v, dtype=np.float64)) for name, v in datasets]
-    return render(sets, opts)
+    try:
+        return render(sets, opts)
+    except PlotError as exc:  # values ministat cannot plot (inf, 1e308): the rest without it
+        note = b"[no plot: %s, where ministat crashes]\n" % str(exc).encode()
+        return note + render(sets, replace(opts, suppress_plot=True))
 
 
 def confidence_index(confidence: float) -> int:

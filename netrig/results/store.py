@@ -407,9 +407,12 @@ class ResultStore:
         A string of digits is tried as an id first, then as a name; None if nothing matches.
         """
         if isinstance(id_or_name, int) or id_or_name.isdigit():
-            row = self._db.execute(
-                "SELECT * FROM experiments WHERE id = ?", (int(id_or_name),)
-            ).fetchone()
+            wanted = int(id_or_name)
+            row = (
+                self._db.execute("SELECT * FROM experiments WHERE id = ?", (wanted,)).fetchone()
+                if _is_rowid(wanted)
+                else None
+            )
             if row is not None or isinstance(id_or_name, int):
                 return None if row is None else self._experiment(row)
         row = self._db.execute(
@@ -445,7 +448,11 @@ class ResultStore:
 
     def run(self, run_id: int) -> Run:
         """One run by id; StoreError if there is none."""
-        row = self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = (
+            self._db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if _is_rowid(run_id)
+            else None
+        )
         if row is None:
             raise StoreError(f"no run with id {run_id}")
         return self._run(row)
@@ -582,3 +589,8 @@ def _csv_cell(value: Any) -> Any:
     if isinstance(value, list | dict):
         return json.dumps(value)
     return value
+
+
+def _is_rowid(value: int) -> bool:
+    """Can SQLite hold this id (a 64-bit signed integer)? A bigger one names nothing."""
+    return -(2**63) <= value < 2**63

@@ -218,7 +218,13 @@ def runs_needed(
     if delta == 0:
         raise ValueError("the difference to detect is zero")
     z = stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power)
-    n = max(2, math.ceil(z * z * (sd_a * sd_a + sd_b * sd_b) / (delta * delta)))
+    with np.errstate(all="ignore"):  # values near 1e-320: their squares are 0
+        estimate = float(
+            np.float64(z * z * (sd_a * sd_a + sd_b * sd_b)) / np.float64(delta * delta)
+        )
+    if not math.isfinite(estimate):
+        raise ValueError("the values are too small to estimate the runs needed")
+    n = max(2, math.ceil(estimate))
     n = min(n, max_runs)
     while n > 2 and welch_power(sd_a, sd_b, delta, n - 1, confidence) >= power:
         n -= 1

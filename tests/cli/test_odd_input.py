@@ -1,0 +1,113 @@
+"""Odd input found by trying the command line as a careless user would (29 Nov): each gave a
+Python traceback or ran away; each is now one message and exit 2 (1 for a write failure)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from netrig.report.verdicts import compare, ministat_text
+from netrig.results.store import ResultStore, StoreError
+from tests.conftest import netrig_cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+BIG = "1" + "0" * 400
+
+# name: (file text, extra arguments, what the message says)
+CASES: dict[str, tuple[bytes, list[str], str]] = {
+    "not UTF-8": (b"name: t1\n\xd0\xcf\x11\xe0\n", [], "f.yaml:2: not a text file (UTF-8)"),
+    "!!bool maybe": (
+        b"name: t1\ntopology: {kind: ring, nodes: !!bool maybe}\n",
+        [],
+        "not a valid bool",
+    ),
+    "!!int empty": (b"name: t1\ntopology: {kind: ring, nodes: !!int ''}\n", [], "not a valid"),
+    "!!timestamp junk": (
+        b"name: t1\ntopology: {kind: ring, nodes: !!timestamp xx}\n",
+        [],
+        "not a valid timestamp",
+    ),
+    "empty service": (
+        b"name: t1\nnodes: [{name: a, services: [{}]}, {name: b}]\nlinks: [{a: a, b: b}]\n",
+        [],
+        "a service is one `kind: {options}` mapping",
+    ),
+    "ipv6 pool at ::": (
+        b'name: t1\ntopology: {kind: pair}\naddressing: {ipv6: "::/32"}\n',
+        [],
+        "pool ::/32 overlaps ::/8",
+    ),
+    "multicast pool": (
+        b"name: t1\ntopology: {kind: pair}\naddressing: {ipv4: 224.0.0.0/4}\n",
+        [],
+        "(multicast): not for a lab",
+    ),
+    "int too big for a float": (
+        f'params: {{big: {BIG}}}\nname: t1\ntopology: {{kind: ring, nodes: "{{big / 1}}"}}\n'
+        "measure:\n  - ping: {src: n1, dst: n2}\n".encode(),
+        [],
+        "too large for a float",
+    ),
+    "lab: /dev/zero": (
+        b"lab: /dev/zero\nmeasure:\n  - ping: {src: n1, dst: n2}\n",
+        [],
+        "/dev/zero: file too large",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_odd_file_is_one_message_at_its_line(tmp_path: Path, name: str) -> None:
+    text, extra, says = CASES[name]
+    path = tmp_path / "f.yaml"
+    path.write_bytes(text)
+    done = netrig_cli("validate", str(path), *extra, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert says in done.stderr, done.stderr
+    assert str(path) in done.stderr
+
+
+def test_set_with_a_date_yaml_cannot_build_is_taken_as_text() -> None:
+    done = netrig_cli("validate", str(EXAMPLES / "seed000-static.yaml"), "--set",
+                      "hops=2001-02-30", timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "arithmetic needs numbers, not '2001-02-30'" in done.stderr
+
+
+def test_repeat_is_bounded_as_in_the_file() -> None:
+    done = netrig_cli("run", "--dry-run", str(EXAMPLES / "seed000-static.yaml"), "--repeat",
+                      "99999999999999999999", timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "1<=x<=100000" in done.stderr, done.stderr
+
+
+def test_export_to_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    out = tmp_path / "nowhere" / "x.clab.yml"
+    done = netrig_cli("export", str(EXAMPLES / "ring16.yaml"), "--format", "clab", "-o",
+                      str(out), timeout=60)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot write {out}: No such file or directory" in done.stderr
+
+
+def test_worker_with_an_address_without_port() -> None:
+    done = netrig_cli("worker", "--scheduler", "nonsense", timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "missing port number" in done.stderr
+
+
+def test_stored_values_ministat_cannot_plot_give_the_rest_without_the_plot() -> None:
+    text = ministat_text([("a", [1e308] * 3), ("b", [1.0, 2.0, 3.0])]).decode()
+    assert text.startswith("[no plot: a plot column is not finite, where ministat crashes]\n")
+    assert "    N           Min" in text and "+--" not in text
+
+
+def test_values_whose_squares_are_zero_have_no_runs_estimate() -> None:
+    c = compare([1e-320, 1e-320, 1.5e-320], [1e-320, 2e-320, 1e-320])
+    assert c.needed is None and c.welch is not None
+
+
+def test_ids_beyond_sqlite_integers_name_nothing(tmp_path: Path) -> None:
+    with ResultStore(tmp_path / "r.db") as store:
+        assert store.find_experiment("9" * 30) is None
+        with pytest.raises(StoreError, match="no run with id"):
+            store.run(10**30)
