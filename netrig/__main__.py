@@ -15,9 +15,10 @@ def entry() -> None:
 
             ahead.start(sys.argv[1:])
         from netrig.cli import main
-    except KeyboardInterrupt:  # Ctrl-C while Python loads netrig: nothing was named yet
-        raise SystemExit(130) from None
-    main()
+
+        main()  # its own handler takes Ctrl-C once the command runs
+    except KeyboardInterrupt:  # Ctrl-C while Python loads netrig (or `signal`, before
+        raise SystemExit(130) from None  # main's handler is in place): nothing was named yet
 
 
 if __name__ == "__main__":
