@@ -51,12 +51,10 @@ def worker(scheduler: str, name: str | None, state_dir: str | None, ns_prefix: s
 
     if os.geteuid() != 0:
         raise BadInput("netrig worker must run as root to create network namespaces")
-    from distributed.comm.addressing import parse_address, parse_host_port
+    from netrig.cluster.sweep import scheduler_host_port
 
     try:
-        scheme, location = parse_address(scheduler)
-        if scheme == "tcp":
-            parse_host_port(location)
+        scheduler_host_port(scheduler)
     except ValueError as exc:
         raise BadInput(f"--scheduler {scheduler}: {exc} (e.g. tcp://HOST:8786)") from None
     config = HostConfig(

@@ -76,25 +76,34 @@ def connect(address: str) -> Any:
         raise LabError(f"cannot reach the cluster scheduler {address}: {exc}") from None
 
 
+def scheduler_host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a tcp:// scheduler address (or one without a scheme), None for
+    another scheme; ValueError for one Dask cannot read (no port)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    scheme, location = parse_address(address)
+    if scheme != "tcp":
+        return None
+    host, port = parse_host_port(location)
+    return host, int(port)
+
+
 def refused_for_a_while(address: str) -> bool:
     """Does a TCP scheduler address refuse every connection for REFUSED_GRACE seconds?
 
     Dask's Client tries a refused address again until its timeout, so a mistyped port or
     a scheduler not started cost CONNECT_TIMEOUT before the message. Anything else (no
     route, no answer, another scheme) is left to the Client and its timeout."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
     try:
-        scheme, location = parse_address(address)
-        host, port = parse_host_port(location) if scheme == "tcp" else (None, None)
+        where = scheduler_host_port(address)
     except ValueError:
         return False
-    if host is None or port is None:
+    if where is None:
         return False
     deadline = time.monotonic() + REFUSED_GRACE
     while True:
         try:
-            with socket.create_connection((host, int(port)), timeout=REFUSED_GRACE):
+            with socket.create_connection(where, timeout=REFUSED_GRACE):
                 return False
         except ConnectionRefusedError:
             if time.monotonic() >= deadline:

@@ -323,7 +323,7 @@ def _apply_overrides(
     for name, raw in overrides.items():
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except (yaml.YAMLError, ValueError, LookupError, AttributeError, OverflowError):
+        except yamlmarks.CONSTRUCT_ERRORS:
             value = raw  # not YAML, or YAML PyYAML cannot build (2001-02-30): the text
         if name in params:
             if isinstance(value, list | dict):

@@ -114,6 +114,18 @@ def read_text(path: str) -> str:
         ) from None
 
 
+# what PyYAML raises for text it cannot build: besides YAMLError, its constructors fail on
+# odd text in other ways (!!bool 'maybe': KeyError; a date 2001-02-30: ValueError)
+CONSTRUCT_ERRORS = (
+    yaml.YAMLError,
+    ValueError,
+    OverflowError,
+    TypeError,
+    LookupError,
+    AttributeError,
+)
+
+
 def _mark(mark: Any) -> Mark:
     return Mark(mark.line + 1, mark.column + 1)
 
@@ -223,15 +235,7 @@ class _Builder:
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
             return construct(_constructor, node)
-        # PyYAML's own constructors fail on odd text in other ways too (!!bool 'maybe': KeyError)
-        except (
-            yaml.YAMLError,
-            ValueError,
-            OverflowError,
-            TypeError,
-            LookupError,
-            AttributeError,
-        ) as exc:
+        except CONSTRUCT_ERRORS as exc:
             raise YamlSyntaxError(
                 self.where(event.start_mark), f"not a valid {tag.rsplit(':', 1)[-1]}: {exc}"
             ) from None

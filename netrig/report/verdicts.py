@@ -21,6 +21,7 @@ from scipy import stats
 
 from netrig.stats.compare import (
     MannWhitneyResult,
+    NoEstimate,
     RelativeDifference,
     SampleSize,
     WelchResult,
@@ -105,7 +106,7 @@ def compare(
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
         try:
             needed = runs_needed_for(a, b, detect, confidence, power)
-        except ValueError:  # values so small their squares are 0: no estimate
+        except NoEstimate:
             needed = None
     return Comparison(
         a,

@@ -199,6 +199,10 @@ def welch_power(
     return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
 
 
+class NoEstimate(ValueError):
+    """Values so small that their squares are 0: no number of runs can be worked out."""
+
+
 def runs_needed(
     sd_a: float,
     sd_b: float,
@@ -223,7 +227,7 @@ def runs_needed(
             np.float64(z * z * (sd_a * sd_a + sd_b * sd_b)) / np.float64(delta * delta)
         )
     if not math.isfinite(estimate):
-        raise ValueError("the values are too small to estimate the runs needed")
+        raise NoEstimate("the values are too small to estimate the runs needed")
     n = max(2, math.ceil(estimate))
     n = min(n, max_runs)
     while n > 2 and welch_power(sd_a, sd_b, delta, n - 1, confidence) >= power:
