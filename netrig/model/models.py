@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from netrig.model.nodecount import topology_links, topology_nodes
 from netrig.model.units import parse_duration, parse_percent, parse_rate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -271,6 +272,10 @@ _TOPOLOGY_PARAM_NAMES = sorted({p for params in _TOPOLOGY_PARAMS.values() for p 
 _TOPOLOGY_MIN_NODES = {"chain": 2, "ring": 3, "ladder": 4, "full-mesh": 2}
 
 
+MAX_NODES = 10000  # a generated topology's (a 100x100 grid)
+MAX_LINKS = 50000  # ~20-35 s of veth pairs here (a 100x100 grid has 19,800; a k=32 fat-tree 24,576)
+
+
 class Topology(Strict):
     """A generated topology; nodes are named n1 … nN (fabrics: by tier, see model.topology)."""
 
@@ -299,15 +304,16 @@ class Topology(Strict):
         low = _TOPOLOGY_MIN_NODES.get(self.kind)
         if low and self.nodes is not None and self.nodes < low:
             raise ValueError(f"a {self.kind} needs at least {low} nodes")
-        if self.kind == "tree" and self.fanout and self.depth and self.fanout**self.depth > 10000:
-            raise ValueError("tree too large (more than 10000 nodes)")
         if self.kind == "fat-tree" and self.k and self.k % 2:
             raise ValueError(f"a fat-tree needs an even k (ports per switch), not {self.k}")
-        if (
-            self.kind == "clos"
-            and (self.spines or 0) + (self.leaves or 0) * (1 + (self.hosts_per_leaf or 0)) > 10000
-        ):
-            raise ValueError("clos too large (more than 10000 nodes)")
+        size = {k: getattr(self, k) for k in wanted}
+        nodes = topology_nodes({"kind": self.kind, **size}) or 0
+        links = topology_links({"kind": self.kind, **size}) or 0
+        if nodes > MAX_NODES or links > MAX_LINKS:
+            raise ValueError(
+                f"{self.kind} too large: {nodes:,} nodes and {links:,} links (at most"
+                f" {MAX_NODES:,} nodes and {MAX_LINKS:,} links)"
+            )
         return self
 
 

@@ -7,6 +7,10 @@ with the process); the checked plan decides what is built.
 
     lab_file_nodes("ring100.yaml")      # 100 (topology: {kind: ring, nodes: 100})
     topology_nodes({"kind": "grid", "rows": 3, "cols": 4})   # 12
+    topology_links({"kind": "grid", "rows": 3, "cols": 4})   # 17
+
+The model bounds a generated topology's size with the same two counts, before anything is
+generated: a full mesh of 10,000 nodes would be 49,995,000 links.
 """
 
 from __future__ import annotations
@@ -45,6 +49,35 @@ def topology_nodes(topo: Any) -> int | None:
                 return half * half + 4 * half * half + 2 * half**3
     except (TypeError, ValueError, ArithmeticError):  # e.g. `nodes: .inf`: int() overflows
         pass
+    return None
+
+
+def topology_links(topo: Any) -> int | None:
+    """Links of a generated topology (as model.topology.generate makes them), or None."""
+    nodes = topology_nodes(topo)
+    if nodes is None:
+        return None
+    get: Callable[[str], Any] = topo.get
+    match get("kind"):
+        case "pair":
+            return 1
+        case "chain" | "star" | "tree":
+            return nodes - 1
+        case "ring":
+            return nodes
+        case "ladder":
+            return nodes + (nodes - 2) // 2  # the ring and its rungs
+        case "grid":
+            rows, cols = int(get("rows")), int(get("cols"))
+            return rows * (cols - 1) + cols * (rows - 1)
+        case "full-mesh":
+            return nodes * (nodes - 1) // 2
+        case "clos":
+            leaves = int(get("leaves"))
+            return leaves * (int(get("spines")) + int(get("hosts_per_leaf")))
+        case "fat-tree":
+            half = int(get("k")) // 2
+            return 3 * 2 * half * half * half  # core-aggregation, aggregation-edge, edge-host
     return None
 
 

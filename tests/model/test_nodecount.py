@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from netrig.model.models import _TOPOLOGY_PARAMS, Topology, TopologyKind
-from netrig.model.nodecount import lab_file_nodes, lab_nodes, topology_nodes
+from netrig.model.nodecount import lab_file_nodes, lab_nodes, topology_links, topology_nodes
 from netrig.model.topology import generate
 from netrig.rig.prepare import is_experiment_file, load_experiment, plan_file
 
@@ -23,13 +23,16 @@ SMALL = {"nodes": 7, "leaves": 3, "rows": 3, "cols": 5, "depth": 3, "fanout": 2,
 @pytest.mark.parametrize("kind", typing.get_args(TopologyKind))
 def test_every_kind_counts_what_its_generator_makes(kind: str) -> None:
     params = {p: SMALL[p] for p in _TOPOLOGY_PARAMS[kind]}
-    nodes, _ = generate(Topology(kind=kind, **params))  # type: ignore[arg-type]
+    nodes, links = generate(Topology(kind=kind, **params))  # type: ignore[arg-type]
     assert topology_nodes({"kind": kind, **params}) == len(nodes)
+    assert topology_links({"kind": kind, **params}) == len(links)
 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    kind=st.sampled_from(["chain", "ring", "ladder", "star", "grid", "tree", "clos", "fat-tree"]),
+    kind=st.sampled_from(
+        ["chain", "ring", "ladder", "star", "grid", "tree", "full-mesh", "clos", "fat-tree"]
+    ),
     a=st.integers(4, 12),
     b=st.integers(1, 4),
     c=st.integers(1, 3),
@@ -38,8 +41,9 @@ def test_counts_agree_with_the_generators_at_any_size(kind: str, a: int, b: int,
     values = {"nodes": a, "leaves": a, "rows": a, "cols": b, "depth": b, "fanout": c,
               "spines": b, "hosts_per_leaf": c, "k": 2 * c}  # fmt: skip
     params = {p: values[p] for p in _TOPOLOGY_PARAMS[kind]}
-    nodes, _ = generate(Topology(kind=kind, **params))  # type: ignore[arg-type]
+    nodes, links = generate(Topology(kind=kind, **params))  # type: ignore[arg-type]
     assert topology_nodes({"kind": kind, **params}) == len(nodes)
+    assert topology_links({"kind": kind, **params}) == len(links)
 
 
 def test_what_it_cannot_tell_is_none() -> None:
@@ -47,6 +51,7 @@ def test_what_it_cannot_tell_is_none() -> None:
     assert topology_nodes({"kind": "ring", "nodes": "many"}) is None
     assert topology_nodes({"kind": "moebius", "nodes": 4}) is None
     assert topology_nodes("ring") is None
+    assert topology_links({"kind": "grid", "rows": 3}) is None
     assert lab_nodes(["not", "a", "mapping"]) is None
     # an experiment file's lab: literal sizes count, a sweep's {expression} does not
     assert lab_nodes({"topology": {"kind": "ring", "nodes": 4}, "measure": []}) == 4
@@ -62,8 +67,9 @@ def test_no_size_makes_it_fail(value: object) -> None:
     """A hint only: a size the model will refuse (`nodes: .inf` overflows int()) is None
     or a number, never an exception before the model can say where it is wrong."""
     for kind, params in _TOPOLOGY_PARAMS.items():
-        got = topology_nodes({"kind": kind, **{p: value for p in params}})
-        assert got is None or isinstance(got, int)
+        for count in (topology_nodes, topology_links):
+            got = count({"kind": kind, **{p: value for p in params}})
+            assert got is None or isinstance(got, int)
 
 
 def test_files_it_does_not_read(tmp_path: Path) -> None:

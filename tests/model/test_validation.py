@@ -137,6 +137,25 @@ def test_topology_parameters() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("topology", "nodes", "links"),
+    [
+        ("{kind: tree, depth: 2, fanout: 100}", "10,101", "10,100"),  # 100**2 nodes below n1
+        ("{kind: grid, rows: 200, cols: 200}", "40,000", "79,600"),
+        ("{kind: full-mesh, nodes: 317}", "317", "50,086"),  # few nodes, too many links
+        ("{kind: clos, spines: 1000, leaves: 100, hosts_per_leaf: 1}", "1,200", "100,100"),
+    ],
+)
+def test_a_generated_topology_too_large_is_refused_before_it_is_made(
+    topology: str, nodes: str, links: str
+) -> None:
+    kind = topology.split(",")[0].removeprefix("{kind: ")
+    assert problems(f"name: r\ntopology: {topology}\n") == [
+        f"lab.yaml:2:11: {kind} too large: {nodes} nodes and {links} links"
+        " (at most 10,000 nodes and 50,000 links)"
+    ]
+
+
 def test_unknown_protocol_and_option() -> None:
     assert problems("name: r\ntopology: {kind: pair}\nrouting: {protocol: ecpm}\n") == [
         "lab.yaml:3:21: unknown routing protocol 'ecpm' (did you mean 'ecmp'?); "
