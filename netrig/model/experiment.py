@@ -93,7 +93,10 @@ class ExperimentKeys(Strict):
         if isinstance(value, list):
             if not value:
                 raise ValueError("vary: the list of points is empty")
+            if len(value) > MAX_POINTS:
+                raise ValueError(f"vary: more than {MAX_POINTS} sweep points")
             names = list(value[0])
+            seen: dict[str, int] = {}
             for i, case in enumerate(value):
                 for name in case:
                     _param_name(name)
@@ -101,6 +104,12 @@ class ExperimentKeys(Strict):
                     raise ValueError(
                         f"vary: point {i + 1} sets {', '.join(case) or 'nothing'}; "
                         f"every point must set {', '.join(names)}"
+                    )
+                # as a mapping's values: a point twice would share its stored runs
+                first = seen.setdefault(repr(list(case.values())), i + 1)
+                if first != i + 1:
+                    raise ValueError(
+                        f"vary: point {i + 1} is point {first} again (use repeat: for more runs)"
                     )
             return value
         for name, values in value.items():

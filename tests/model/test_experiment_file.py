@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from netrig.model.experiment import MAX_POINTS
 from netrig.model.load import SpecError
 from netrig.rig.prepare import load_experiment, load_experiment_text
 
@@ -227,6 +228,32 @@ def test_keys_of_the_experiment_part_are_checked() -> None:
         vary: [{a: 1}, {b: 2}]
         """)
     assert "every point must set a" in found[0]
+    found = problems("""\
+        name: keys
+        topology: {kind: pair}
+        measure: [{ping: {src: n1, dst: n2}}]
+        vary: [{a: 1, b: x}, {a: 2, b: x}, {a: 1, b: x}]
+        """)
+    assert found == ["exp.yaml:4:7: vary: point 3 is point 1 again (use repeat: for more runs)"]
+    # 1 and 1.0 are two points, as two values of a mapping's list are
+    text = """\
+        name: keys
+        topology: {kind: pair}
+        measure: [{ping: {src: n1, dst: n2}}]
+        vary: [{a: 1}, {a: 1.0}]
+        """
+    assert len(load_experiment_text(textwrap.dedent(text), "exp.yaml").points) == 2
+
+
+def test_a_list_of_points_is_bounded_as_a_mapping_is() -> None:
+    points = ", ".join(f"{{a: {i}}}" for i in range(MAX_POINTS + 1))
+    found = problems(f"""\
+        name: keys
+        topology: {{kind: pair}}
+        measure: [{{ping: {{src: n1, dst: n2}}}}]
+        vary: [{points}]
+        """)
+    assert found == [f"exp.yaml:4:7: vary: more than {MAX_POINTS} sweep points"]
 
 
 def test_measurement_names_are_unique_per_run() -> None:
