@@ -158,8 +158,19 @@ def test_status_as_nobody_reads_roots_ledger_in_roots_folder(nobody_dir: Path) -
 def test_not_a_database_is_one_line_not_a_traceback(nobody_dir: Path) -> None:
     (nobody_dir / "lab.yaml").write_text("name: x\ntopology: {kind: pair}\n")
     result = as_nobody("results", "list", "--db", "lab.yaml", cwd=nobody_dir)
-    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "not a netrig results database" in result.stderr
+    # every command that reads --db says the same, with the same exit code (bad input)
+    for command in (
+        ["compare", "1", "2"],
+        ["stat", "--experiment", "1"],
+        ["plot", "1", "-o", "p.png"],
+        ["report", "1", "-o", "r.html"],
+    ):
+        result = as_nobody(*command, "--db", "lab.yaml", cwd=nobody_dir)
+        assert result.returncode == 2, (command, result.stderr)
+        assert "not a netrig results database" in result.stderr, command
+    assert not (nobody_dir / "r.html").exists() and not (nobody_dir / "p.png").exists()
 
 
 def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: Path) -> None:

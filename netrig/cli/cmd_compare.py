@@ -38,7 +38,7 @@ class CommandError(Exception):
 @contextmanager
 def reported_errors() -> Iterator[None]:
     """Store and selection errors become one line on stderr and the documented exit code."""
-    from netrig.results.store import StoreError
+    from netrig.results.store import NotAStore, StoreError
     from netrig.stats.stored import SelectionError
 
     try:
@@ -47,6 +47,8 @@ def reported_errors() -> Iterator[None]:
         _die(str(exc), EXIT_BAD_INPUT)
     except CommandError as exc:
         _die(str(exc), exc.code)
+    except NotAStore as exc:  # --db names a file that is not a netrig database
+        _die(str(exc), EXIT_BAD_INPUT)
     except StoreError as exc:
         _die(str(exc), EXIT_FAILURE)
     except OSError as exc:  # an output file that cannot be written (-o /no/such/dir/x.png)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import (
+    EXIT_BAD_INPUT,
     EXIT_FAILURE,
     SET_OPTION,
     console,
@@ -25,7 +26,7 @@ from netrig.cli.common import (
 from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun, measured
 from netrig.results import summary
-from netrig.results.store import ResultStore, StoreError
+from netrig.results.store import NotAStore, ResultStore, StoreError
 
 
 def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -185,7 +186,7 @@ def run(
                 store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
             )
     except StoreError as exc:  # its message names the file
-        fail(str(exc), EXIT_FAILURE)
+        fail(str(exc), EXIT_BAD_INPUT if isinstance(exc, NotAStore) else EXIT_FAILURE)
     total = measured(runs)
     stored = outcome.ok + outcome.failed + outcome.skipped
     if outcome.signal:

@@ -113,6 +113,15 @@ class StoreError(Exception):
     """The database cannot be used as asked (newer schema, unknown experiment, bad input)."""
 
 
+class NotAStore(StoreError):
+    """The file is not a netrig results database netrig can open: not SQLite, another
+    program's SQLite, or a newer schema. Bad input (the command line names it), not a
+    failure of the store."""
+
+
+V1_TABLES = frozenset({"experiments", "runs", "samples"})  # what migration 0 makes
+
+
 @dataclass(frozen=True)
 class ExperimentRecord:
     """One `netrig run` of one experiment file, with the facts of the host it ran on."""
@@ -162,8 +171,28 @@ def _now() -> datetime:
 
 def _open_error(path: str, exc: sqlite3.Error) -> StoreError:
     if "not a database" in str(exc) or "malformed" in str(exc):
-        return StoreError(f"{path}: not a netrig results database ({exc})")
+        return NotAStore(f"{path}: not a netrig results database ({exc})")
     return StoreError(f"{path}: cannot open: {exc}")
+
+
+def _refuse_foreign(db: sqlite3.Connection, path: str) -> None:
+    """Raise NotAStore for another program's SQLite file, before anything is written to it
+    (the WAL switch or netrig's tables): an empty file at version 0 is new, a netrig
+    database at version >= 1 has at least the tables its first migration made."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    tables = {
+        row[0]
+        for row in db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    if (version == 0 and tables) or (version > 0 and not tables >= V1_TABLES):
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise NotAStore(
+            f"{path}: not a netrig results database (another program's SQLite file: "
+            f"{f'tables {shown}' if tables else 'no tables'}, user_version {version}); "
+            "netrig writes its results into a file of its own: choose another --db"
+        )
 
 
 class ResultStore:
@@ -189,6 +218,7 @@ class ResultStore:
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
+            _refuse_foreign(self._db, self.path)
             if not self.readonly:
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._migrate()
@@ -236,7 +266,7 @@ class ResultStore:
 
     def _migrate(self) -> None:
         if self.schema_version > SCHEMA_VERSION:
-            raise StoreError(
+            raise NotAStore(
                 f"{self.path}: results schema v{self.schema_version} is newer than this "
                 f"netrig understands (v{SCHEMA_VERSION}); upgrade netrig"
             )

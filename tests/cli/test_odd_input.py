@@ -111,3 +111,22 @@ def test_ids_beyond_sqlite_integers_name_nothing(tmp_path: Path) -> None:
         assert store.find_experiment("9" * 30) is None
         with pytest.raises(StoreError, match="no run with id"):
             store.run(10**30)
+
+
+def test_run_into_another_programs_database_creates_nothing(tmp_path: Path) -> None:
+    """`--db` naming another program's SQLite file: exit 2 before the lab is built, the
+    file unchanged (it had got netrig's tables and WAL mode)."""
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE accounts (name TEXT)")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    done = netrig_cli("run", str(EXAMPLES / "seed000-static.yaml"), "--set", "duration=1",
+                      "--repeat", "1", "--name", "t-odd-db", "--db", str(db), timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "not a netrig results database (another program's SQLite file" in done.stderr
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+    assert "building lab" not in done.stderr

@@ -21,6 +21,7 @@ from netrig.measure.parse_iperf3 import parse_iperf3
 from netrig.results.store import (
     MIGRATIONS,
     SCHEMA_VERSION,
+    NotAStore,
     ResultStore,
     StoreError,
     point_key,
@@ -313,6 +314,43 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(StoreError, match="newer"):
         ResultStore(path)
+
+
+def _sqlite_file(path: Path, *statements: str) -> bytes:
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ("CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('keep me')"),
+        # another program that versions its schema as netrig does
+        ("CREATE TABLE runs (x)", "PRAGMA user_version = 1"),
+    ],
+)
+def test_another_programs_sqlite_file_is_refused_untouched(
+    tmp_path: Path, statements: tuple[str, ...]
+) -> None:
+    """`--db` naming the wrong file: refused before the WAL switch or netrig's tables
+    change a byte of it, and no -wal/-shm files beside it."""
+    path = tmp_path / "other.db"
+    before = _sqlite_file(path, *statements)
+    with pytest.raises(NotAStore, match="another program's SQLite file: tables"):
+        ResultStore(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+
+
+def test_an_empty_sqlite_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    _sqlite_file(path, "PRAGMA user_version = 0")
+    with ResultStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
 
 
 def test_dataframe_needs_pandas_and_says_so(
