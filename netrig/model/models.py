@@ -73,6 +73,13 @@ def _addresses(value: Any) -> list[IPv4Interface | IPv6Interface]:
         iface = ip_interface(str(item))
         if "/" not in str(item):
             raise ValueError(f"{item!r} needs a prefix length, e.g. {item}/24")
+        if iface.network.prefixlen == 0:
+            raise ValueError(
+                f"{item!r}: a /0 puts every address on this link; give its subnet's length"
+            )
+        for special, what in _NOT_ADDRESSES:
+            if iface.version == special.version and iface.ip in special:
+                raise ValueError(f"{item!r} is in {special} ({what}): not an interface's address")
         out.append(iface)
     return out
 
@@ -371,6 +378,10 @@ _NOT_POOLS: tuple[tuple[IPv4Network | IPv6Network, str], ...] = (
     (IPv6Network("fe80::/10"), "link-local"),
     (IPv6Network("ff00::/8"), "multicast"),
 )
+
+
+# and no interface address either (link-local may: a routing daemon's own choice)
+_NOT_ADDRESSES = tuple(p for p in _NOT_POOLS if p[0] != IPv6Network("fe80::/10"))
 
 
 class Check(Strict):

@@ -195,3 +195,29 @@ def test_shared_subnet_refused_by_static() -> None:
     assert problems("name: r\ntopology: {kind: pair}\naddressing: {mode: shared-subnet}\n") == [
         "lab.yaml:3:20: routing 'static' cannot use addressing mode 'shared-subnet'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("192.0.2.1", "'192.0.2.1' needs a prefix length, e.g. 192.0.2.1/24"),
+        ("192.0.2.1/0", "'192.0.2.1/0': a /0 puts every address on this link; give its "
+                        "subnet's length"),
+        ("224.0.0.5/24", "'224.0.0.5/24' is in 224.0.0.0/4 (multicast): not an interface's "
+                         "address"),
+        ("127.0.0.2/8", "'127.0.0.2/8' is in 127.0.0.0/8 (loopback): not an interface's address"),
+        ('"::1/64"', "'::1/64' is in ::/8 (loopback, unspecified and IPv4-mapped): not an "
+                     "interface's address"),
+    ],
+)  # fmt: skip
+def test_an_explicit_address_no_interface_should_have(address: str, says: str) -> None:
+    links = f"links:\n  - {{a: a, b: b, a_addr: {address}}}\n"
+    assert problems(f"name: r\nnodes: [{{name: a}}, {{name: b}}]\n{links}") == [
+        f"lab.yaml:4:26: {says}"
+    ]
+
+
+def test_an_explicit_link_local_address_is_taken() -> None:
+    links = 'links:\n  - {a: a, b: b, a_addr: "fe80::1/64", b_addr: "fe80::2/64"}\n'
+    plan = build_plan(load_text(f"name: r\nnodes: [{{name: a}}, {{name: b}}]\n{links}"))
+    assert "fe80::1/64" in str(plan.nodes["a"])
