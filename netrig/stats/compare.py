@@ -200,7 +200,8 @@ def welch_power(
 
 
 class NoEstimate(ValueError):
-    """Values so small that their squares are 0: no number of runs can be worked out."""
+    """A spread so large against the difference to detect that its square overflows: no
+    number of runs can be worked out."""
 
 
 def runs_needed(
@@ -222,17 +223,18 @@ def runs_needed(
     if delta == 0:
         raise ValueError("the difference to detect is zero")
     z = stats.norm.ppf(0.5 + confidence / 2) + stats.norm.ppf(power)
-    with np.errstate(all="ignore"):  # values near 1e-320: their squares are 0
-        estimate = float(
-            np.float64(z * z * (sd_a * sd_a + sd_b * sd_b)) / np.float64(delta * delta)
-        )
+    # in units of delta (the answer does not depend on the scale): values near 1e-320 have
+    # squares of 0, their ratios to delta do not
+    with np.errstate(all="ignore"):
+        a, b = float(np.float64(sd_a) / delta), float(np.float64(sd_b) / delta)
+        estimate = float(np.float64(z * z) * (np.float64(a) * a + np.float64(b) * b))
     if not math.isfinite(estimate):
-        raise NoEstimate("the values are too small to estimate the runs needed")
+        raise NoEstimate("the spread is too large against the difference to estimate runs")
     n = max(2, math.ceil(estimate))
     n = min(n, max_runs)
-    while n > 2 and welch_power(sd_a, sd_b, delta, n - 1, confidence) >= power:
+    while n > 2 and welch_power(a, b, 1.0, n - 1, confidence) >= power:
         n -= 1
-    while n < max_runs and welch_power(sd_a, sd_b, delta, n, confidence) < power:
+    while n < max_runs and welch_power(a, b, 1.0, n, confidence) < power:
         n += 1
     return SampleSize(n, relative, confidence, power)
 

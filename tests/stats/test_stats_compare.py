@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from netrig.stats.compare import (
+    NoEstimate,
     mann_whitney,
     relative_difference,
     runs_needed,
@@ -117,6 +118,22 @@ def test_runs_needed_is_the_smallest_that_reaches_the_power() -> None:
     need = runs_needed(3.0, 5.0, reference_mean=100.0, relative=0.03, confidence=0.99, power=0.9)
     n = need.runs_per_side
     assert welch_power(3.0, 5.0, 3.0, n, 0.99) >= 0.9 > welch_power(3.0, 5.0, 3.0, n - 1, 0.99)
+
+
+@pytest.mark.parametrize("scale", [2.0**-1060, 2.0**-20, 1.0, 2.0**40, 2.0**1000])
+def test_runs_needed_does_not_depend_on_the_unit(scale: float) -> None:
+    """The same data in other units needs the same runs: values near 1e-320 (whose
+    squares are 0) and near 1e300 (whose squares overflow) included. Powers of two keep
+    every value exact, even subnormal ones."""
+    need = runs_needed(2.0 * scale, 3.0 * scale, reference_mean=8.0 * scale, relative=0.5)
+    n = need.runs_per_side
+    assert n == runs_needed(2.0, 3.0, reference_mean=8.0, relative=0.5).runs_per_side
+    assert welch_power(2.0, 3.0, 4.0, n) >= 0.8 > welch_power(2.0, 3.0, 4.0, n - 1)
+
+
+def test_a_spread_beyond_floats_against_the_difference_has_no_estimate() -> None:
+    with pytest.raises(NoEstimate):
+        runs_needed(1e300, 1e300, reference_mean=1e-300)
 
 
 def test_power_agrees_with_simulation() -> None:
