@@ -59,10 +59,11 @@ def gateway_hops(
     hosts indexed by vertex); None if one has no address of this family (no route then).
     Both planners' (netrig.plan.routes and routes_py)."""
     out = []
-    for j in range(gateway_set.bit_length()):
-        if not gateway_set >> j & 1:
-            continue
-        v, net, port, _ = gateways[j]
+    rest = gateway_set
+    while rest:  # the set bits, lowest first (not every bit: a hub's sets are 10^4 bits)
+        low = rest & -rest
+        rest ^= low
+        v, net, port, _ = gateways[low.bit_length() - 1]
         gw = port_address(hosts[v], net, version)
         if gw is None:
             return None

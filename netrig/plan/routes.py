@@ -27,6 +27,7 @@ from netrig.plan.model import LabPlan, NodePlan, RoutePlan
 from netrig.plan.prefixes import (
     ANY,
     EXACT_BELOW,
+    Gateway,
     choice_values,
     destination_prefixes,
     dijkstra,
@@ -61,27 +62,50 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
     spans = _Spans(plan, destination_prefixes(plan, hosts, nets))
     host_plans = plan.hosts()
 
+    def hits(cand: np.ndarray, best: np.ndarray) -> np.ndarray:
+        return (cand == best if exact else np.isclose(cand, best)) & np.isfinite(best)
+
+    def table(s: int, allowed: np.ndarray, values: list[int], gateways) -> list[RoutePlan]:
+        allowed[s] = ANY
+        allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
+        return spans.routes(allowed, values, gateways, plan.nodes[hosts[s]], host_plans)
+
+    def hub_table(s: int, gateways) -> list[RoutePlan]:
+        """A source with more gateways than DIST_CHUNK (a star's hub): their distance rows
+        a block at a time, so memory stays that of a chunk (10,000 at once: ~5 GB)."""
+        best = rows_of([s])[0].copy()  # the next call reuses the rows' array
+        sets = [0] * n_v
+        for first in range(0, len(gateways), DIST_CHUNK):
+            block = gateways[first : first + DIST_CHUNK]
+            costs = np.array([c for _, _, _, c in block], float)[:, None]
+            hit = hits(rows_of([v for v, _, _, _ in block]) + costs, best)
+            for g in range(len(block)):
+                bit = 1 << (first + g)
+                for t in np.flatnonzero(hit[g]).tolist():
+                    sets[t] |= bit
+        allowed, values = choice_values(sets, multipath)
+        return table(s, np.array(allowed, dtype=object), values, gateways)
+
     def plan_chunks(chunks: list[int]) -> dict[str, list[RoutePlan]]:
         routes: dict[str, list[RoutePlan]] = {}
         for chunk in chunks:
             sources = list(range(chunk, min(chunk + size, n_h)))
             neighbours = {s: gateways_of(hosts[s], adjacency[s], nets, h_index) for s in sources}
-            needed = sorted({*sources, *(v for g in neighbours.values() for v, _, _, _ in g)})
-            dist = rows_of(needed)
-            row = {v: i for i, v in enumerate(needed)}
-            for s in sources:
-                name, gateways = hosts[s], neighbours[s]
-                if not gateways:
-                    routes[name] = []
-                    continue
-                at = [row[v] for v, _, _, _ in gateways]
-                cand = dist[at] + np.array([c for _, _, _, c in gateways], float)[:, None]
-                best = dist[row[s]]
-                hit = (cand == best if exact else np.isclose(cand, best)) & np.isfinite(best)
-                allowed, values = _allowed(hit, multipath)
-                allowed[s] = ANY
-                allowed[[n_h + k for k, _ in adjacency[s]]] = ANY
-                routes[name] = spans.routes(allowed, values, gateways, plan.nodes[name], host_plans)
+            hubs = [s for s in sources if len(neighbours[s]) > DIST_CHUNK]
+            for group, needed in _row_groups(sources, hubs, neighbours):
+                dist = rows_of(needed)
+                row = {v: i for i, v in enumerate(needed)}
+                for s in group:
+                    gateways = neighbours[s]
+                    if not gateways:
+                        routes[hosts[s]] = []
+                        continue
+                    at = [row[v] for v, _, _, _ in gateways]
+                    cand = dist[at] + np.array([c for _, _, _, c in gateways], float)[:, None]
+                    allowed, values = _allowed(hits(cand, dist[row[s]]), multipath)
+                    routes[hosts[s]] = table(s, allowed, values, gateways)
+            for s in hubs:  # last: they reuse the rows' array
+                routes[hosts[s]] = hub_table(s, neighbours[s])
         return routes
 
     # in_processes plans every share here where forking is not safe (other threads run)
@@ -100,6 +124,29 @@ PARALLEL_FROM_HOSTS = 200  # hosts: from here forked children plan shares of the
 
 
 DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node lab: ~0.1 GB)
+
+
+def _row_groups(
+    sources: list[int], hubs: list[int], neighbours: dict[int, list[Gateway]]
+) -> list[tuple[list[int], list[int]]]:
+    """The sources but hubs in groups whose distance rows (theirs and their gateways')
+    are at most 2 x DIST_CHUNK: a chunk of a Clos fabric's leaves had needed every host's
+    row at once (9,000 x 18,500 distances: 1.3 GB). (group, its rows' vertices sorted)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    group: list[int] = []
+    needed: set[int] = set()
+    for s in sources:
+        if s in hubs:
+            continue
+        more = {s, *(v for v, *_ in neighbours[s])}
+        if group and len(needed | more) > 2 * DIST_CHUNK:
+            groups.append((group, sorted(needed)))
+            group, needed = [], set()
+        group.append(s)
+        needed |= more
+    if group:
+        groups.append((group, sorted(needed)))
+    return groups
 
 
 def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
@@ -142,14 +189,19 @@ def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights
     members: list[list[int]] = [[] for _ in nets]
     for r, c in zip(rows, cols, strict=True):
         members[c - n_h].append(r)
-    h_rows, h_cols, h_weights = [], [], []
+    # one edge per pair of hosts, its cheapest network's: coo_matrix adds up duplicates
+    # (two hosts on a link and on a switch as well were 12 apart where 2 is right)
+    step_of: dict[tuple[int, int], int] = {}
     for k, hosts in enumerate(members):
         for i, a in enumerate(hosts):
             for b in hosts[i + 1 :]:
-                h_rows.append(a)
-                h_cols.append(b)
-                h_weights.append(2 * nets[k].cost)
+                if a != b:
+                    pair, w = ((a, b) if a < b else (b, a)), 2 * nets[k].cost
+                    step_of[pair] = min(w, step_of.get(pair, w))
+    h_rows, h_cols = [a for a, _ in step_of], [b for _, b in step_of]
+    h_weights = list(step_of.values())
     host_graph = coo_matrix((h_weights, (h_rows, h_cols)), shape=(n_h, n_h)).tocsr()
+    via, step = _stubs(n_h, h_rows, h_cols, h_weights)
     cost = np.array([net.cost for net in nets], float)
     by_size: dict[int, list[int]] = defaultdict(list)
     for k, hosts in enumerate(members):
@@ -169,7 +221,14 @@ def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights
         if not held or held[0].shape[0] < len(which):
             held[:] = [np.empty((len(which), n_v))]
         out = held[0][: len(which)]
-        out[:, :n_h] = shortest_path(host_graph, method="D", directed=False, indices=which)
+        # a stub's row is its one neighbour's plus the step there: Dijkstra runs from the
+        # others only (a star's 10^4 leaves: 1 source instead of 10^4)
+        asked = np.asarray(which, dtype=np.int64)
+        base = np.where(via[asked] >= 0, via[asked], asked)
+        sources, at = np.unique(base, return_inverse=True)
+        found = shortest_path(host_graph, method="D", directed=False, indices=sources)
+        np.add(found[at], step[asked][:, None], out=out[:, :n_h])
+        out[np.arange(len(asked)), asked] = 0.0
         for idx, columns, extra in groups:
             near = out[:, idx[:, 0]]
             for j in range(1, idx.shape[1]):
@@ -178,6 +237,23 @@ def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights
         return out
 
     return some
+
+
+def _stubs(
+    n_h: int, rows: list[int], cols: list[int], weights: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per host of the host graph (one edge per pair): its one neighbour if it has
+    exactly one (a stub: a star's leaf, a fabric's host) whose own neighbours are more,
+    else -1; and the step there (0 for the others). Every path from a stub leaves through
+    that neighbour, so its distances are the neighbour's plus the step (to itself: 0)."""
+    degree = np.bincount(np.asarray(rows + cols, dtype=np.int64), minlength=n_h)
+    via = np.full(n_h, -1, dtype=np.int64)
+    step = np.zeros(n_h)
+    for a, b, w in zip(rows, cols, weights, strict=True):
+        for v, u in ((a, b), (b, a)):
+            if degree[v] == 1 and degree[u] > 1:  # not a pair's two ends, each the other's
+                via[v], step[v] = u, w
+    return via, step
 
 
 HOST_GRAPH_MEMBERS = 16  # a network with more members: the full graph (its clique is big)

@@ -49,6 +49,39 @@ def test_python_and_numpy_next_hops_agree(lab: str, protocol: str) -> None:
     assert routes_py.compute_routes(plan, multipath) == expected
 
 
+STUBS = {
+    # a stub reached over a link and a switch: its step is the cheaper of the two
+    "two ways to one neighbour": (
+        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}, {name: s}, {name: sw, kind: switch}]\n"
+        "links: [{a: a, b: b}, {a: b, b: c}, {a: c, b: a}, {a: c, b: d},"
+        " {a: s, b: a, cost: 5}, {a: s, b: sw}, {a: a, b: sw}]"
+    ),
+    "pair": "topology: {kind: pair}",  # two stubs of each other: neither is derived
+    "islands with stubs": (
+        "nodes: [{name: a}, {name: b}, {name: c}, {name: d}, {name: e}, {name: f}]\n"
+        "links: [{a: a, b: b}, {a: b, b: c}, {a: d, b: e}, {a: e, b: f}, {a: f, b: d}]"
+    ),
+    "chain": "topology: {kind: chain, nodes: 7}",  # a stub's neighbour is itself one's too
+}
+
+
+@pytest.mark.parametrize("protocol", ["static", "ecmp"])
+@pytest.mark.parametrize("lab", [*LABS, *STUBS])
+def test_large_lab_ways_give_the_small_lab_routes(
+    monkeypatch: pytest.MonkeyPatch, lab: str, protocol: str
+) -> None:
+    """What only large labs take, forced on small ones: scipy on the graph of hosts, a
+    stub's distances from its neighbour's, and a hub's gateways a block at a time (more
+    gateways than DIST_CHUNK): the routes are those of the Python planner."""
+    plan = plan_of({**LABS, **STUBS}[lab], protocol)
+    multipath = protocol == "ecmp"
+    expected = routes_py.python_routes(plan, multipath)
+    monkeypatch.setattr(routes, "SCIPY_FROM_VERTICES", 0)
+    monkeypatch.setattr(routes, "DIST_CHUNK", 2)
+    assert routes.compute_routes(plan, multipath) == expected
+    assert sum(len(r) for r in expected.values()) > 0
+
+
 def test_large_distances_pick_next_hops_as_numpy_does() -> None:
     """Beyond 10**5 numpy.isclose holds for distances 1 apart; the Python way says the same."""
     body = "topology: {kind: ring, nodes: 6}\nlink_defaults: {cost: 60000}"
