@@ -108,6 +108,7 @@ def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
             5,
             "node name 'bad name'",
         ),
+        ("class T(Topo):\n    pass\n# \0\n", 5, "not Python source: a NUL byte here"),
     ],
 )
 def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, words: str) -> None:
