@@ -91,7 +91,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         for chunk in chunks:
             sources = list(range(chunk, min(chunk + size, n_h)))
             neighbours = {s: gateways_of(hosts[s], adjacency[s], nets, h_index) for s in sources}
-            hubs = [s for s in sources if len(neighbours[s]) > DIST_CHUNK]
+            hubs = {s for s in sources if len(neighbours[s]) > DIST_CHUNK}
             for group, needed in _row_groups(sources, hubs, neighbours):
                 dist = rows_of(needed)
                 row = {v: i for i, v in enumerate(needed)}
@@ -104,7 +104,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
                     cand = dist[at] + np.array([c for _, _, _, c in gateways], float)[:, None]
                     allowed, values = _allowed(hits(cand, dist[row[s]]), multipath)
                     routes[hosts[s]] = table(s, allowed, values, gateways)
-            for s in hubs:  # last: they reuse the rows' array
+            for s in sorted(hubs):  # last: they reuse the rows' array
                 routes[hosts[s]] = hub_table(s, neighbours[s])
         return routes
 
@@ -127,7 +127,7 @@ DIST_CHUNK = 512  # sources whose distance rows are held at once (a 10^4-node la
 
 
 def _row_groups(
-    sources: list[int], hubs: list[int], neighbours: dict[int, list[Gateway]]
+    sources: list[int], hubs: set[int], neighbours: dict[int, list[Gateway]]
 ) -> list[tuple[list[int], list[int]]]:
     """The sources but hubs in groups whose distance rows (theirs and their gateways')
     are at most 2 x DIST_CHUNK: a chunk of a Clos fabric's leaves had needed every host's
@@ -138,12 +138,12 @@ def _row_groups(
     for s in sources:
         if s in hubs:
             continue
-        more = {s, *(v for v, *_ in neighbours[s])}
-        if group and len(needed | more) > 2 * DIST_CHUNK:
+        rows = {s, *(v for v, *_ in neighbours[s])}
+        if group and len(needed) + len(rows - needed) > 2 * DIST_CHUNK:
             groups.append((group, sorted(needed)))
             group, needed = [], set()
         group.append(s)
-        needed |= more
+        needed |= rows
     if group:
         groups.append((group, sorted(needed)))
     return groups
@@ -224,11 +224,14 @@ def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights
         # a stub's row is its one neighbour's plus the step there: Dijkstra runs from the
         # others only (a star's 10^4 leaves: 1 source instead of 10^4)
         asked = np.asarray(which, dtype=np.int64)
-        base = np.where(via[asked] >= 0, via[asked], asked)
-        sources, at = np.unique(base, return_inverse=True)
-        found = shortest_path(host_graph, method="D", directed=False, indices=sources)
-        np.add(found[at], step[asked][:, None], out=out[:, :n_h])
-        out[np.arange(len(asked)), asked] = 0.0
+        if (via[asked] < 0).all():  # no stub asked for (a grid): no copy of the rows
+            out[:, :n_h] = shortest_path(host_graph, method="D", directed=False, indices=asked)
+        else:
+            base = np.where(via[asked] >= 0, via[asked], asked)
+            sources, at = np.unique(base, return_inverse=True)
+            found = shortest_path(host_graph, method="D", directed=False, indices=sources)
+            np.add(found[at], step[asked][:, None], out=out[:, :n_h])
+            out[np.arange(len(asked)), asked] = 0.0
         for idx, columns, extra in groups:
             near = out[:, idx[:, 0]]
             for j in range(1, idx.shape[1]):
