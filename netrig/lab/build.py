@@ -365,14 +365,24 @@ def _create_links(plan: LabPlan) -> None:
                 )
 
 
+HUB_PORTS = 16  # a node with more interfaces is a hub (a star's centre, a Clos leaf)
+# Each carrier that comes up in a namespace walks all of its IPv6 routes (the kernel's
+# rt6_sync_up): a hub's ports must come up while its table is small, or building it is
+# quadratic (a 1,000-leaf star: configuration 1.7-1.9 s, 0.9 s so). So a veth pair is born
+# up at its end that is not a hub's, and hubs are configured after the other nodes.
+
+
 def _veth(plan: LabPlan, link: LinkPlan, fds: dict[str, int]) -> nlwire.Request:
-    a_if = plan.nodes[link.a].iface(link.a_iface)
-    b_if = plan.nodes[link.b].iface(link.b_iface)
+    a, b = plan.nodes[link.a], plan.nodes[link.b]
+    a_name, b_name = link.a_iface, link.b_iface
+    if len(a.ifaces) > max(HUB_PORTS, len(b.ifaces)):  # born up: the end that is no hub's
+        a, b, a_name, b_name = b, a, b_name, a_name
+    a_if, b_if = a.iface(a_name), b.iface(b_name)
     return nlwire.new_veth(
-        link.a_iface,
-        link.b_iface,
-        ns_fd=fds[link.a],
-        peer_ns_fd=fds[link.b],
+        a_name,
+        b_name,
+        ns_fd=fds[a.name],
+        peer_ns_fd=fds[b.name],
         index=a_if.index,
         peer_index=b_if.index,
         mtu=link.mtu,
@@ -404,7 +414,8 @@ def _configure(
             routes += len(node.routes)
         return messages, routes
 
-    counts = in_workers(nodes, work)
+    hubs_last = sorted(nodes, key=lambda n: len(n.ifaces) > HUB_PORTS)  # see HUB_PORTS
+    counts = in_workers(hubs_last, work)
     return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
