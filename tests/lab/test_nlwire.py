@@ -32,6 +32,22 @@ def test_gets_in_one_round_trip_answer_each_or_say_none() -> None:
 
 
 @requires_root
+def test_more_gets_than_the_receive_buffer_holds_are_all_answered() -> None:
+    """A hub's check asks for 20,000 interfaces' state: sent at once, their replies
+    overflowed the socket's 4 MB (ENOBUFS, found building a 10,000-leaf star)."""
+    count = 6000  # ~1.5 KB a reply: more than 4 MB
+    assert count > nlwire.GETS_AT_ONCE
+
+    def ask() -> list[tuple[int, bytes] | None]:
+        with nlwire.RtnlSocket() as sock:
+            return sock.request_each([(nlwire.RTM_GETLINK, nlwire.ifinfo(1))] * count)
+
+    answers = in_new_namespace(ask)
+    assert len(answers) == count
+    assert all(a is not None and struct.unpack_from("=BxHiI", a[1])[2] == 1 for a in answers)
+
+
+@requires_root
 def test_a_packed_batch_is_sent_as_send_batch_sends_it() -> None:
     def add() -> tuple[list[nlwire.NetlinkError], list[nlwire.NetlinkError], int]:
         up = nlwire.set_link(1, up=True, what="lo up")
