@@ -29,6 +29,7 @@ AUTO_ALL_PAIRS_MAX = 128
 SAMPLE_TARGETS = 8
 MAX_TTL = 255
 WINDOW = 200
+NO_REPLY = "no echo reply"  # the reason of a pair whose FIB path is whole but whose echo failed
 AF_BRIDGE = 7
 IFLA_PROTINFO = 12
 IFLA_BRPORT_STATE = 1
@@ -161,7 +162,7 @@ def prove(
             walking.cancel()  # a no-op once its result was taken
     reasons = dict(proof.reasons)
     for pair in pinged.failed:
-        reasons.setdefault(pair, "no echo reply")
+        reasons.setdefault(pair, NO_REPLY)
     failed = sorted(set(pinged.failed) | set(proof.failed))
     return CheckResult(
         proof.pairs, failed, time.perf_counter() - start, "fib", len(echoes), reasons

@@ -33,6 +33,21 @@ if TYPE_CHECKING:
 # plugin when its routing runs no daemons.
 
 
+LARGE_LAB = 2000  # nodes: from here a check that ran out of time may just need longer
+
+
+def _longer_hint(nodes: int, timeout: float, result: check.CheckResult) -> str:
+    """For a large lab whose every failure is an echo unanswered in time (its FIBs
+    proved nothing wrong): how to give it longer. A hub of 4,000 ports takes ~15 s."""
+    unanswered = all(result.reasons.get(p, check.NO_REPLY) == check.NO_REPLY for p in result.failed)
+    if nodes < LARGE_LAB or not unanswered:
+        return ""
+    return (
+        f"; a lab of {nodes} nodes may need longer to answer every echo: try "
+        f"`check: {{timeout: {max(60.0, 6 * timeout):g}}}`"
+    )
+
+
 class Lab(LabRuntime):
     """A lab with its plugins: built by `up`, removed by `down` (or the `with` block)."""
 
@@ -251,7 +266,10 @@ class Lab(LabRuntime):
             result = check.verify(self.plan, self.plan.reachability, timeout, prepared)
             self.check_result = result
             if result.failed:
-                raise LabError(f"unreachable after {timeout:g} s: {result.describe()}")
+                raise LabError(
+                    f"unreachable after {timeout:g} s: {result.describe()}"
+                    + _longer_hint(len(self.plan.nodes), timeout, result)
+                )
         if self.timings:
             self.timings.extra["usable"] = time.perf_counter() - start
 

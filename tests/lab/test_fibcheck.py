@@ -296,3 +296,21 @@ def test_check_sample_walks_toward_a_sample_of_destinations(make_lab, monkeypatc
     assert some.failed and set(some.failed) <= set(every.failed) and some.pairs < every.pairs
     all_of_them = fibcheck.prove(lab.plan, kernels, destinations=10**6)
     assert (all_of_them.pairs, all_of_them.failed) == (every.pairs, every.failed)
+
+
+def test_a_large_lab_out_of_time_is_told_how_to_give_it_longer() -> None:
+    """A 4,000-leaf star's check takes ~15 s: past the default 10 s its unanswered echoes
+    come with the setting that gives it longer; a failure the FIBs explain, or a small
+    lab, gets no such hint."""
+    from netrig.lab.check import NO_REPLY, CheckResult
+    from netrig.rig.lab import LARGE_LAB, _longer_hint
+
+    pair = ("n1", "n2402", "198.19.18.193")
+    late = CheckResult(8002, [pair], 10.0, "fib", 8002, {pair: NO_REPLY})
+    assert _longer_hint(LARGE_LAB, 10.0, late) == (
+        f"; a lab of {LARGE_LAB} nodes may need longer to answer every echo: try "
+        "`check: {timeout: 60}`"
+    )
+    assert _longer_hint(LARGE_LAB - 1, 10.0, late) == ""
+    broken = CheckResult(8002, [pair], 10.0, "fib", 8002, {pair: "no route in n1"})
+    assert _longer_hint(LARGE_LAB, 10.0, broken) == ""
