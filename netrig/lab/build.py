@@ -368,7 +368,7 @@ def _create_links(plan: LabPlan) -> None:
 HUB_PORTS = 16  # a node with more interfaces is a hub (a star's centre, a Clos leaf)
 # Each carrier that comes up in a namespace walks all of its IPv6 routes (the kernel's
 # rt6_sync_up): a hub's ports must come up while its table is small, or building it is
-# quadratic (a 1,000-leaf star: configuration 1.7-1.9 s, 0.9 s so). So a veth pair is born
+# quadratic (a 1,000-leaf star: configuration 1.4-1.9 s, 0.7-0.9 s so). So a veth pair is born
 # up at its end that is not a hub's, and hubs are configured after the other nodes.
 
 
