@@ -446,10 +446,14 @@ def _assign_addresses(
             try:
                 start = blocks.take(size)
             except OverflowError:
+                other = "ipv4: false" if v4 else "ipv6: false"  # the family that fits
                 problems.append(
                     Problem(
                         graph.where(("addressing",)),
-                        f"address pool {pool} too small for the lab's links and segments",
+                        f"address pool {pool} too small for the lab's {len(segments):,} links "
+                        f"and segments: they take its second half, {link_half} (a link a "
+                        f"/{host_bits - 1}); give a larger pool, or route the other family "
+                        f"only (addressing: {{{other}}})",
                     )
                 )
                 break

@@ -128,6 +128,18 @@ def test_pool_too_small() -> None:
         """) == ["lab.yaml:3:13: address pool 198.18.0.0/28 too small for 20 loopbacks"]
 
 
+def test_pool_too_small_for_the_links_says_what_fits() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: 20}
+        addressing: {ipv4: 198.18.0.0/26, loopbacks: false}
+        """) == [
+        "lab.yaml:3:13: address pool 198.18.0.0/26 too small for the lab's 20 links and "
+        "segments: they take its second half, 198.18.0.32/27 (a link a /31); give a larger "
+        "pool, or route the other family only (addressing: {ipv4: false})"
+    ]
+
+
 def test_topology_parameters() -> None:
     assert problems("name: r\ntopology: {kind: grid, rows: 3}\n") == [
         "lab.yaml:2:11: topology 'grid' needs cols"
