@@ -215,7 +215,12 @@ def test_ring_of_6_converges_reroutes_around_a_cut_and_heals(daemon_lab, protoco
     assert wait_for(lambda: fping.answered_since(before), bound) is not None
     time.sleep(1)
     lost_for, sent, received = fping.stop()
-    assert 0 < lost_for <= bound, (lost_for, sent, received)
+    # babeld hears the link go down over netlink and switches at once to a route it holds:
+    # an outage shorter than the probe's 10 ms interval loses nothing (CI, 29 Nov: 202 of
+    # 202 answered, the detour taken); the others wait for their timers
+    assert lost_for <= bound and (lost_for >= 0 if protocol == "babel" else lost_for > 0), (
+        lost_for, sent, received
+    )  # fmt: skip
     assert received > before  # flowing again after the outage
     # the whole ring-minus-a-link converges, not only n1→n3 (and only then comes the link
     # back: batmand, whose routes the kernel flushed with the link, re-installs a route
