@@ -331,11 +331,11 @@ def load_topo(path: str, topo: str | None = None) -> tuple[Topo, str]:
     if not os.path.isfile(path):
         raise SpecError([Problem(path, "cannot read: No such file or directory")])
     with open(path, "rb") as fh:  # Python's own message for a NUL has no line
-        nul = fh.read().find(b"\0")
-        if nul >= 0:
-            fh.seek(0)
-            at = fh.read(nul).count(b"\n") + 1
-            raise SpecError([Problem(f"{path}:{at}", "not Python source: a NUL byte here")])
+        source = fh.read()
+    nul = source.find(b"\0")
+    if nul >= 0:
+        at = source.count(b"\n", 0, nul) + 1
+        raise SpecError([Problem(f"{path}:{at}", "not Python source: a NUL byte here")])
     with _shimmed(path):
         try:
             namespace = runpy.run_path(path, run_name="__netrig_topology__")

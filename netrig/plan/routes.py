@@ -78,11 +78,7 @@ def compute_routes(plan: LabPlan, multipath: bool) -> dict[str, list[RoutePlan]]
         for first in range(0, len(gateways), DIST_CHUNK):
             block = gateways[first : first + DIST_CHUNK]
             costs = np.array([c for _, _, _, c in block], float)[:, None]
-            hit = hits(rows_of([v for v, _, _, _ in block]) + costs, best)
-            for g in range(len(block)):
-                bit = 1 << (first + g)
-                for t in np.flatnonzero(hit[g]).tolist():
-                    sets[t] |= bit
+            _add_hits(sets, hits(rows_of([v for v, _, _, _ in block]) + costs, best), first)
         allowed, values = choice_values(sets, multipath)
         return table(s, np.array(allowed, dtype=object), values, gateways)
 
@@ -165,11 +161,18 @@ def _allowed(hit: np.ndarray, multipath: bool) -> tuple[np.ndarray, list[int]]:
         sets = hitsets.tolist()
     else:
         sets = [0] * hit.shape[1]
-        for g in range(hit.shape[0]):
-            for t in np.flatnonzero(hit[g]).tolist():
-                sets[t] |= 1 << g
+        _add_hits(sets, hit, 0)
     allowed_list, values = choice_values(sets, multipath)
     return np.array(allowed_list, dtype=object), values
+
+
+def _add_hits(sets: list[int], hit: np.ndarray, first: int) -> None:
+    """Into each destination's bit set of gateways: bit first + g where row g of hit is
+    true (gateways first, first + 1, … of a source)."""
+    for g in range(hit.shape[0]):
+        bit = 1 << (first + g)
+        for t in np.flatnonzero(hit[g]).tolist():
+            sets[t] |= bit
 
 
 def _distance_rows(n_h: int, n_v: int, rows: list[int], cols: list[int], weights: list[int], nets):
