@@ -15,7 +15,7 @@ import pytest
 from netrig.base.sample import Sample
 from netrig.lab import netns
 from netrig.lab.ledger import Ledger
-from netrig.results.store import ResultStore
+from netrig.results.store import SCHEMA_VERSION, ResultStore
 from tests.conftest import new_lab_name, requires_root
 from tests.unprivileged import as_nobody, nobody_dir
 
@@ -171,6 +171,28 @@ def test_not_a_database_is_one_line_not_a_traceback(nobody_dir: Path) -> None:
         assert result.returncode == 2, (command, result.stderr)
         assert "not a netrig results database" in result.stderr, command
     assert not (nobody_dir / "r.html").exists() and not (nobody_dir / "p.png").exists()
+
+
+def test_an_older_store_nobody_may_not_upgrade_fails_alike_everywhere(
+    nobody_dir: Path, stored: Path
+) -> None:
+    """A netrig database one schema behind, read-only for nobody: every command that reads
+    --db says how to upgrade it, with one exit code (1: a failure, not bad input), and the
+    file stays as it was."""
+    with sqlite3.connect(stored) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    before = stored.read_bytes()
+    for command in (
+        ["results", "list"],
+        ["compare", "before", "after"],
+        ["stat", "--experiment", "after"],
+        ["plot", "after", "-o", "p.png"],
+        ["report", "after", "-o", "r.html"],
+    ):
+        result = as_nobody(*command, "--db", str(stored), cwd=nobody_dir)
+        assert result.returncode == 1 and "Traceback" not in result.stderr, (command, result)
+        assert f"is older than this netrig's (v{SCHEMA_VERSION})" in result.stderr, command
+    assert stored.read_bytes() == before
 
 
 def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: Path) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK
+from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, store_exit_code
 from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class CommandError(Exception):
 @contextmanager
 def reported_errors() -> Iterator[None]:
     """Store and selection errors become one line on stderr and the documented exit code."""
-    from netrig.results.store import NotAStore, StoreError
+    from netrig.results.store import StoreError
     from netrig.stats.stored import SelectionError
 
     try:
@@ -47,10 +47,8 @@ def reported_errors() -> Iterator[None]:
         _die(str(exc), EXIT_BAD_INPUT)
     except CommandError as exc:
         _die(str(exc), exc.code)
-    except NotAStore as exc:  # --db names a file that is not a netrig database
-        _die(str(exc), EXIT_BAD_INPUT)
-    except StoreError as exc:
-        _die(str(exc), EXIT_FAILURE)
+    except StoreError as exc:  # NotAStore: --db names a file that is not a netrig database
+        _die(str(exc), store_exit_code(exc))
     except OSError as exc:  # an output file that cannot be written (-o /no/such/dir/x.png)
         _die(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_FAILURE)
 

@@ -11,7 +11,15 @@ import click
 from rich.table import Table
 
 from netrig.cli import cli
-from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
+from netrig.cli.common import (
+    DB_OPTION,
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    console,
+    fail,
+    reports_errors,
+    store_exit_code,
+)
 from netrig.results.store import ExperimentRecord, ResultStore, Run, StoreError
 
 
@@ -34,7 +42,7 @@ def _open(db: str) -> ResultStore:
     try:
         return ResultStore(db)
     except StoreError as exc:  # its message names the file
-        fail(str(exc), EXIT_BAD_INPUT)
+        fail(str(exc), store_exit_code(exc))
     except OSError as exc:
         fail(f"{db}: {exc}", EXIT_FAILURE)
 

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import (
-    EXIT_BAD_INPUT,
     EXIT_FAILURE,
     SET_OPTION,
     console,
@@ -22,11 +21,12 @@ from netrig.cli.common import (
     parse_overrides,
     reports_errors,
     require_root,
+    store_exit_code,
 )
 from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun, measured
 from netrig.results import summary
-from netrig.results.store import NotAStore, ResultStore, StoreError
+from netrig.results.store import ResultStore, StoreError
 
 
 def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -186,7 +186,7 @@ def run(
                 store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
             )
     except StoreError as exc:  # its message names the file
-        fail(str(exc), EXIT_BAD_INPUT if isinstance(exc, NotAStore) else EXIT_FAILURE)
+        fail(str(exc), store_exit_code(exc))
     total = measured(runs)
     stored = outcome.ok + outcome.failed + outcome.skipped
     if outcome.signal:

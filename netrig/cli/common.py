@@ -48,6 +48,15 @@ def fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def store_exit_code(error: Exception) -> int:
+    """The exit code of a results store's error, the same in every command: a file that is
+    not netrig's results database (NotAStore) is bad input, 2; any other (a file netrig may
+    not write or upgrade) a failure, 1."""
+    from netrig.results.store import NotAStore
+
+    return EXIT_BAD_INPUT if isinstance(error, NotAStore) else EXIT_FAILURE
+
+
 def require_root(command: str) -> None:
     """Commands that make, enter or remove namespaces say so at once when not root, before
     touching anything (the ledger included): one line, exit 2."""
