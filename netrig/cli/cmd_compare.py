@@ -259,12 +259,9 @@ def _verdict(out: list[str], va: Any, vb: Any, names: tuple[str, str], confidenc
     """ministat's block and what ministat lacks, for two arrays; False if too few values."""
     from netrig.report import verdicts
 
-    if min(len(va), len(vb)) < 2:
-        short = "x" if len(va) < 2 else "+"
-        out.append(
-            f"cannot compare: {short} has {min(len(va), len(vb))} value(s); at least 2 "
-            "per side are needed"
-        )
+    if min(len(va), len(vb)) < 2:  # each short side with its own count
+        short = [f"{mark} has {len(v)} value(s)" for mark, v in (("x", va), ("+", vb)) if len(v) < 2]
+        out.append(f"cannot compare: {' and '.join(short)}; at least 2 per side are needed")
         return False
     block = verdicts.ministat_block(names, va, vb, confidence, width)
     if block is None:

@@ -220,7 +220,10 @@ def export(ref: str | None, fmt: str, output: str, db: str) -> None:
         with contextlib.ExitStack() as stack:
             fh: IO[str] = sys.stdout
             if output != "-":
-                fh = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                try:
+                    fh = stack.enter_context(open(output, "w", encoding="utf-8", newline=""))
+                except OSError as exc:  # one line, as `netrig export` says it
+                    fail(f"cannot write {output}: {exc.strerror or exc}", EXIT_FAILURE)
             count = store.export_csv(fh, eid) if fmt == "csv" else store.export_json(fh, eid)
         if output != "-":
             console.print(f"{count} rows written to {output}", highlight=False)

@@ -131,3 +131,22 @@ def test_run_into_another_programs_database_creates_nothing(tmp_path: Path) -> N
     assert "not a netrig results database (another program's SQLite file" in done.stderr
     assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
     assert "building lab" not in done.stderr
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_results_export_to_a_folder_that_does_not_exist(tmp_path: Path, fmt: str) -> None:
+    """One line and exit 1, as `netrig export` says it (it was a FileNotFoundError
+    traceback), and no file made."""
+    from netrig.base.sample import Sample
+
+    db = tmp_path / "r.db"
+    with ResultStore(db) as store:
+        eid = store.begin_experiment("e", "name: e\n", {"kernel": "x"})
+        store.record_run(eid, {}, 0, "ok", {"ping": [Sample("rtt", 1.0, "ms")]})
+        store.finish_experiment(eid, "ok")
+    out = tmp_path / "nowhere" / "x.csv"
+    done = netrig_cli("results", "export", "e", "--format", fmt, "-o", str(out), "--db",
+                      str(db), timeout=60)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot write {out}: No such file or directory" in done.stderr
+    assert not out.parent.exists()

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from ministat_harness import INSTALL_HINT, ministat_path
 
 from netrig.base.sample import Sample
+from netrig.cli import cmd_compare
 from netrig.cli.cmd_compare import compare_command
 from netrig.cli.cmd_stat import stored_mode
 from netrig.report.verdicts import beyond_ministat, compare
@@ -239,6 +240,15 @@ def test_compare_errors_and_exit_codes(db: Path, tmp_path: Path) -> None:
     assert failed.exit_code == 1
     assert "+ 2 failed run(s), not counted: iperf3: no route to host (×2)" in failed.output
     assert "cannot compare: + has 0 value(s); at least 2 per side are needed" in failed.output
+    # one side short by one, the other empty: each named with its own count
+    lines: list[str] = []
+    assert cmd_compare._verdict(lines, [1.0], [], ("a", "b"), 95.0, 74, None) is False
+    assert lines == [
+        "cannot compare: x has 1 value(s) and + has 0 value(s); at least 2 per side are needed"
+    ]
+    lines = []
+    assert cmd_compare._verdict(lines, [], [1.0, 2.0], ("a", "b"), 95.0, 74, None) is False
+    assert lines == ["cannot compare: x has 0 value(s); at least 2 per side are needed"]
     no_param = runner.invoke(compare_command, ["ring:rate=1", "ring", "--db", str(db)])
     assert no_param.exit_code == 2 and "no sweep parameter 'rate'" in no_param.output
     no_db = runner.invoke(compare_command, ["a", "b", "--db", str(tmp_path / "none.db")])
