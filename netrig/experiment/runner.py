@@ -78,6 +78,7 @@ class ResultStore(Protocol):
     def completed_points(self, experiment_id: int) -> set[tuple[str, int]]: ...
     def begin_experiment(self, name: str, file_text: str, host_facts: Mapping[str, Any]) -> int: ...
     def resume_experiment(self, experiment_id: int) -> None: ...
+    def owned_by(self, pid: int, starttime: int | None) -> bool: ...
     def finish_experiment(self, experiment_id: int, status: Any) -> None: ...
     def record_run(self, experiment_id: int, point: Mapping[str, Any], repetition: int,
                    status: Any, samples: Any = None, reason: str | None = None,
@@ -315,6 +316,7 @@ def run_experiment(
     own_ledger = ledger is None
     ledger = ledger or _ledger()
     for plan in {p.plan.name: p.plan for p in exp.points}.values():
+        _remove_left_behind(plan.name, ledger, store, say)
         preflight(plan, ledger)  # root, and lab names free: refuse before anything is stored
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
     with StopSignal() as stop:  # from here on a signal is a clean stop
@@ -332,6 +334,24 @@ def run_experiment(
             if own_ledger:
                 ledger.close()
     return outcome
+
+
+def _remove_left_behind(name: str, ledger: Ledger, store: ResultStore, say: Reporter) -> None:
+    """The lab `name` if a `netrig run` of this store built it and died without removing
+    it (kill -9, a crash): so `--resume`, or a new run, builds it again. A lab of that name
+    that anything else made (`netrig up`, a running experiment) is left to preflight."""
+    record = ledger.lab(name)
+    if record is None or os.geteuid() != 0 or record.builder_alive():
+        return
+    if record.starttime is None or not store.owned_by(record.pid, record.starttime):
+        return
+    from netrig.lab.teardown import teardown
+
+    teardown(ledger, name)
+    say.note(
+        f"removed lab {name}, left by netrig run {record.pid} of this database, which ended "
+        "without removing it"
+    )
 
 
 def open_experiment(

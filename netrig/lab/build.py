@@ -65,13 +65,19 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
         raise BadInput("netrig must run as root to create network namespaces")
     existing = ledger.lab(plan.name)
     if existing is not None:
-        raise LabError(
+        if existing.state == "building" and not existing.builder_alive():
+            raise BadInput(  # kill -9 (or a crash) in the middle of `up`
+                f"lab {plan.name!r} was being built by netrig process {existing.pid}, which "
+                f"ended before it finished; nothing changed. `netrig clean {plan.name}` "
+                "removes what it left"
+            )
+        raise BadInput(
             f"lab {plan.name!r} is already {existing.state} (built by pid {existing.pid}); "
             f"nothing changed. `netrig down {plan.name}` removes it"
         )
     taken = [n.ns for n in plan.nodes.values() if netns.exists(n.ns)]
     if taken:
-        raise LabError(
+        raise BadInput(
             f"namespace {taken[0]!r} already exists and is not part of a netrig lab; "
             "netrig will not touch it. Choose another lab name"
         )

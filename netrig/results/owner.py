@@ -25,7 +25,12 @@ def _boot_id() -> str:
 def current() -> str:
     """This process, as an owner string."""
     pid = os.getpid()
-    return f"{_boot_id()}:{pid}:{process_starttime(pid)}"
+    return of(pid, process_starttime(pid))
+
+
+def of(pid: int, starttime: int | None) -> str:
+    """The owner string of process `pid` of this boot, started at `starttime`."""
+    return f"{_boot_id()}:{pid}:{starttime}"
 
 
 def alive(owner: str | None) -> bool | None:

@@ -32,6 +32,7 @@ from netrig.base.sqlitefile import connect_readonly, track, writable_sqlite
 from netrig.plan.runs import point_key
 from netrig.results.owner import alive as owner_alive
 from netrig.results.owner import current as current_owner
+from netrig.results.owner import of as owner_of
 
 RunStatus = Literal["ok", "failed", "interrupted"]
 ExperimentStatus = Literal["running", "ok", "failed", "interrupted"]
@@ -371,6 +372,13 @@ class ResultStore:
                  for name, text in texts.items()],
             )
         return run_id
+
+    def owned_by(self, pid: int, starttime: int | None) -> bool:
+        """An experiment here is (or was last) run by that process of this boot: a lab it
+        built and left (kill -9 of `netrig run`) is a run's, not one a user brought up."""
+        owner = owner_of(pid, starttime)
+        row = self._db.execute("SELECT 1 FROM experiments WHERE owner = ? LIMIT 1", (owner,))
+        return row.fetchone() is not None
 
     def resume_experiment(self, experiment_id: int) -> None:
         """This process continues the experiment (`--resume`): running again, owned by it."""

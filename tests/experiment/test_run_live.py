@@ -277,6 +277,50 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
     assert again.returncode == 2 and "nothing to resume" in again.stderr
 
 
+def test_a_run_killed_with_sigkill_leaves_a_lab_that_resume_removes_first(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """kill -9 of `netrig run` leaves its lab (nothing runs its clean-up); `--resume` had
+    refused it as "already up". The lab's builder is gone and owned an experiment of this
+    database, so the next run removes it and goes on. A lab `netrig up` made under that
+    name is still refused (exit 2) and left as it is."""
+    text = f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - iperf3: {{client: n1, server: n3, duration: 1}}
+        vary: {{p: [1, 2]}}
+        """
+    path = write(tmp_path, "killed", text)
+    db = tmp_path / "r.db"
+    args = ["run", path, "--db", str(db), "--repeat", "2"]
+    proc = subprocess.Popen([sys.executable, "-m", "netrig", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not stored_runs(db) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert stored_runs(db) and namespaces_of(lab_name), "the run was killed with its lab up"
+    out = netrig_cli(*args, "--resume", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"removed lab {lab_name}, left by netrig run {proc.pid} of this database" in out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        assert e.status == "ok"
+        ok = sorted((r.point["p"], r.repetition) for r in store.runs(e.id) if r.status == "ok")
+        assert ok == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert namespaces_of(lab_name) == []
+
+    lab_file = write(tmp_path, "lab", f"name: {lab_name}\ntopology: {{kind: pair}}\n")
+    assert netrig_cli("up", "-q", "--no-check", lab_file, timeout=60).returncode == 0
+    refused = netrig_cli(*args, timeout=60)
+    assert refused.returncode == 2 and "is already up" in refused.stderr, refused.stderr
+    assert len(namespaces_of(lab_name)) == 2  # `netrig up`'s lab, untouched
+
+
 def test_two_experiments_of_different_names_run_side_by_side(tmp_path: Path) -> None:
     names = [new_lab_name("e"), new_lab_name("e")]
     procs = []

@@ -30,7 +30,7 @@ def test_up_status_exec_trace_down(tmp_path, lab_name) -> None:  # type: ignore[
     assert up.returncode == 0, up.stderr
     assert f"lab {lab_name} is up" in up.stdout and "198.18.0.1/32" in up.stdout
     again = netrig_cli("up", path)
-    assert again.returncode == 1 and "already up" in again.stderr
+    assert again.returncode == 2 and "already up" in again.stderr
     assert lab_name in netrig_cli("status").stdout
     ping = netrig_cli("exec", lab_name, "n1", "--", "ping", "-c1", "-W1", "198.18.0.4")
     assert ping.returncode == 0 and "1 received" in ping.stdout
@@ -174,3 +174,24 @@ def test_a_bind_whose_source_is_missing_is_refused_before_anything(tmp_path, lab
             result.stderr
         )
     assert not [n for n in netns.list_names() if n.startswith(f"{lab_name}-")]
+
+
+def test_a_lab_whose_build_was_killed_is_named_so_and_clean_removes_it(  # type: ignore[no-untyped-def]
+    tmp_path, lab_name
+) -> None:
+    """kill -9 in the middle of `up` leaves the lab 'building' with its builder gone: `up`
+    again says so and what removes it (exit 2, nothing made), and `clean` does."""
+    begun = subprocess.run(
+        [sys.executable, "-c", "import sys; from netrig.lab.ledger import Ledger; "
+         "Ledger().begin_lab(sys.argv[1], 2, None); import os; print(os.getpid())", lab_name],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    pid = int(begun.stdout)
+    path = write_lab(tmp_path, lab_name, "topology: {kind: pair}\n")
+    again = netrig_cli("up", path)
+    assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr
+    assert f"was being built by netrig process {pid}, which ended before it finished" in again.stderr
+    assert f"`netrig clean {lab_name}`" in again.stderr
+    assert not [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")]
+    assert netrig_cli("clean", lab_name).returncode == 0
+    assert lab_name not in Ledger().all_lab_names()
