@@ -249,6 +249,10 @@ class Timeline:
 
     def start(self) -> None:
         self.events = check_events(self.lab.plan, self.events)
+        if any(e.kind == "link-rate" for e in self.events):
+            # imported now, before the clock starts: on first use inside the timeline
+            # pyroute2's import (~0.2 s) made the first rate event that much late
+            from pyroute2 import IPRoute  # noqa: F401
         self.started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="netrig-timeline", daemon=True)
         self._thread.start()
