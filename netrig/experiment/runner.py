@@ -415,6 +415,7 @@ class _Session:
         self.lab: Lab | None = None
         self.network: str | None = None
         self.broken: dict[str, str] = {}  # network → why its lab could not be built
+        self.unreached_said = False  # events after the measurements: said once a session
 
     def run_all(self, todo: list[PlannedRun], stop: StopSignal) -> None:
         for n, run in enumerate(todo):
@@ -530,6 +531,7 @@ class _Session:
             for thread in threads:
                 while thread.is_alive():  # short joins: a signal is handled at once
                     thread.join(0.2)
+            measured_for = time.monotonic() - timeline.started_at
             timeline.cancel()
             paths["when the measurements ended"] = _paths(self.lab, steps)
         result = RunResult("ok", {}, {})
@@ -556,6 +558,14 @@ class _Session:
             ),
         }
         result.reasons += failed
+        missed = sorted(e.at for e in timeline.events)[len(timeline.log) :]
+        if missed and not self.unreached_said:  # stored with the run; said here once
+            self.unreached_said = True
+            self.say.note(
+                f"[yellow]{len(missed)} event(s) not reached: the measurements ended after "
+                f"{measured_for:.1f} s, the first missed event is at {missed[0]:g} s; make the "
+                "measurements longer or the events earlier[/]"
+            )
         self._check_restored()
         return result.finish()
 

@@ -127,3 +127,33 @@ def test_a_sweep_for_a_limit_stops_at_its_first_failure(tmp_path: Path, lab_name
         runs = store.runs(store.experiments()[0].id)
     assert [(r.point["n"], r.status) for r in runs] == [(2, "ok"), (3, "ok"), (4, "failed")]
     assert namespaces_of(lab_name) == []
+
+
+def test_events_after_the_measurements_are_said_once_not_only_stored(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """An event later than the measurements last never happens: `run` says so (once, not
+    per run) where it had only been stored in the run's timeline text."""
+    path = write(
+        tmp_path,
+        "late",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: pair}}
+        measure:
+          - command: {{node: n1, cmd: "true"}}
+        events: ["link n1-n2 down @ 0s", "link n1-n2 up @ 30s"]
+        repeat: 2
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = "1 event(s) not reached: the measurements ended after "
+    assert done.stderr.count(said) == 1, done.stderr
+    assert "the first missed event is at 30 s" in done.stderr
+    with ResultStore(db) as store:
+        for run in store.runs(store.experiments()[0].id):
+            texts = {name: t for step, name, t in store.outputs(run.id) if step == "events"}
+            assert "(1 later events not reached: the measurements had ended)" in texts["timeline"]
+    assert namespaces_of(lab_name) == []
