@@ -17,8 +17,8 @@ import os
 from typing import Any, Literal
 
 from netrig.model import yamlmarks
+from netrig.model.filesize import MAX_FILE_BYTES
 from netrig.model.problems import Problem, SpecError
-from netrig.model.yamlmarks import MAX_FILE_BYTES
 
 Kind = Literal["netrig", "clab", "mininet"]
 

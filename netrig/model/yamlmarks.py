@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from netrig.model.filesize import MAX_FILE_BYTES, READ_BYTES
+
 KeyPath = tuple[str | int, ...]
 
 
@@ -57,7 +59,6 @@ class YamlSyntaxError(ValueError):
 # few KB, and a topology generator writes the big labs. Aliases count as the values they stand
 # for, so a "billion laughs" file (anchors of lists of aliases of anchors…) is refused at the
 # first alias that crosses the bound, instead of being expanded.
-MAX_FILE_BYTES = 1 << 20
 MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
@@ -100,7 +101,7 @@ def load_file(path: str) -> MarkedDoc:
 def read_text(path: str) -> str:
     """A file's text (enough of it for `load` to say it is too big), or YamlSyntaxError at
     the line of the first byte that is not UTF-8."""
-    limit = 4 * (MAX_FILE_BYTES + 1)  # bytes enough for MAX_FILE_BYTES + 1 characters
+    limit = READ_BYTES
     with open(path, "rb") as fh:
         data = fh.read(limit)
     try:

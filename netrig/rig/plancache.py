@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from netrig.model.filesize import READ_BYTES
 from netrig.rig.cachedir import TMP_PREFIX, cache_dir, open_own, replace_own
 from netrig.rig.hostneeds import Need, all_met
 
@@ -109,8 +110,10 @@ def lookup(path: str, name: str | None = None, topo: str | None = None) -> Looku
         return None
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(READ_BYTES)  # /dev/zero, a 1 GB file: not read whole
     except OSError:
+        return None
+    if len(data) == READ_BYTES:  # too large to be a lab file: the loader says so
         return None
     directory = cache_dir()
     found = Lookup(path, name, data, _digest(path, name, data), directory)

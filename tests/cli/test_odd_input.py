@@ -3,6 +3,7 @@ Python traceback or ran away; each is now one message and exit 2 (1 for a write 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,27 @@ def test_results_export_to_a_folder_that_does_not_exist(tmp_path: Path, fmt: str
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"cannot write {out}: No such file or directory" in done.stderr
     assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("which", ["/dev/zero", "a sparse 1 GB file"])
+def test_validate_of_an_endless_or_huge_file_reads_a_bounded_part(
+    tmp_path: Path, which: str
+) -> None:
+    """The remembered plans' lookup hashed a file's bytes read whole: `validate /dev/zero`
+    grew until the OOM killer came, a 1 GB file took 1 GB. Now it reads at most what the
+    loader would, so both are refused as too large within 1 GB of address space."""
+    import resource
+
+    path = which
+    if which != "/dev/zero":
+        path = str(tmp_path / "big.yaml")
+        with open(path, "wb") as fh:
+            fh.truncate(1 << 30)
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = netrig_cli("validate", path, timeout=60, preexec_fn=bounded,
+                      env={**os.environ, "NETRIG_PLAN_CACHE": str(tmp_path / "plans")})  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "file too large" in done.stderr
