@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from netrig.model.nodecount import topology_links, topology_nodes
-from netrig.model.units import parse_duration, parse_percent, parse_rate
+from netrig.model.units import parse_duration, parse_link_rate, parse_percent, parse_rate
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MAX_LAB_NAME = 20
@@ -62,6 +62,7 @@ LabName = Annotated[str, _name("lab", MAX_LAB_NAME)]
 NodeName = Annotated[str, _name("node", MAX_NODE_NAME)]
 IfName = Annotated[str, AfterValidator(_ifname)]
 Rate = Annotated[int, BeforeValidator(parse_rate)]
+LinkRate = Annotated[int, BeforeValidator(parse_link_rate)]
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 Percent = Annotated[float, BeforeValidator(parse_percent)]
 
@@ -101,7 +102,9 @@ class LinkAttrs(Strict):
     """Properties of a link; used per link and as `link_defaults` for generated links."""
 
     mtu: int | None = Field(None, ge=68, le=65535, description="MTU of both ends")
-    rate: Rate | None = Field(None, description="rate limit per direction, tc units: 100mbit")
+    rate: LinkRate | None = Field(
+        None, description="rate limit per direction, tc units: 100mbit (1kbit to 34gbit)"
+    )
     burst: int | None = Field(None, ge=1, description="token bucket burst in bytes (rate only)")
     delay: Seconds | None = Field(None, description="one-way delay per direction (needs netem)")
     jitter: Seconds | None = Field(None, description="delay variation (needs netem)")

@@ -56,6 +56,23 @@ def parse_rate(text: str | int | float) -> int:
     return int(value)
 
 
+# A link's rate limit is a token bucket (tbf) set through pyroute2, whose rate is 32-bit
+# bytes per second (no rate64) and whose buffer, in ticks, overflows 32 bits below ~480 bit/s
+TBF_MIN_RATE = 1_000
+TBF_MAX_RATE = (2**32 - 1) * 8  # 34.36 gbit
+
+
+def parse_link_rate(text: str | int | float) -> int:
+    """parse_rate, within what a link's token bucket can take."""
+    value = parse_rate(text)
+    if not TBF_MIN_RATE <= value <= TBF_MAX_RATE:
+        raise ValueError(
+            f"{text!r}: a link's rate limit must be between 1kbit and 34gbit (its token "
+            "bucket's rate is 32-bit bytes per second)"
+        )
+    return value
+
+
 def parse_duration(text: str | int | float) -> float:
     """'10ms' → 0.01 seconds; a bare number is seconds."""
     text = _text_or_number(text, "duration", "10ms, 1.5s")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from netrig.model.units import parse_link_rate
 from netrig.plan.model import LabPlan, LinkPlan, UnknownName
 
 
@@ -24,10 +25,9 @@ def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
     )
 
 
-_RATE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 _EVENT = re.compile(
     r"^\s*(?:(?P<link>link)\s+(?P<a>[\w.]+(?:-[\w.]+)*?)-(?P<b>[\w.]+(?:-[\w.]+)*)\s+"
-    r"(?P<what>down|up|rate\s+(?P<rate>\d+(?:\.\d+)?)\s*(?P<unit>[kmg]?)bit|rate\s+off)"
+    r"(?P<what>down|up|rate\s+(?P<rate>\d+(?:\.\d+)?\s*[a-zA-Z]*)|rate\s+off)"
     r"|(?P<node>node)\s+(?P<n>[\w.-]+)\s+(?P<verb>stop|start))"
     r"\s*@\s*(?P<at>\d+(?:\.\d+)?)\s*(?P<ms>ms|s)?\s*$"
 )
@@ -43,8 +43,17 @@ class Event:
     rate: int | None = None  # bit/s for link-rate (None: remove the limit)
 
     def __str__(self) -> str:
-        what = {"link-rate": f"rate {self.rate or 'off'}"}.get(self.kind, self.kind.split("-")[1])
+        rate = f"rate {_rate_text(self.rate) if self.rate else 'off'}"
+        what = {"link-rate": rate}.get(self.kind, self.kind.split("-")[1])
         return f"{self.kind.split('-')[0]} {'-'.join(self.target)} {what} @ {self.at:g}s"
+
+
+def _rate_text(bits: int) -> str:
+    """10_000_000 → '10mbit', as the file would write it (tc units)."""
+    for unit, size in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if bits % size == 0:
+            return f"{bits // size}{unit}"
+    return f"{bits}bit"
 
 
 def parse_event(text: str) -> Event:
@@ -60,7 +69,12 @@ def parse_event(text: str) -> Event:
         what = m["what"]
         if what in ("down", "up"):
             return Event(at, f"link-{what}", (m["a"], m["b"]))
-        rate = int(float(m["rate"]) * _RATE_UNITS[m["unit"]]) if m["rate"] else None
+        rate = None
+        if m["rate"]:  # as a link's `rate:` is read (tc units, the token bucket's bounds)
+            try:
+                rate = parse_link_rate(m["rate"].strip())
+            except ValueError as exc:
+                raise ValueError(f"event {text.strip()!r}: {exc}") from None
         return Event(at, "link-rate", (m["a"], m["b"]), rate)
     return Event(at, f"node-{m['verb']}", (m["n"],))
 

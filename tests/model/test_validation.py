@@ -233,3 +233,13 @@ def test_an_explicit_link_local_address_is_taken() -> None:
     links = 'links:\n  - {a: a, b: b, a_addr: "fe80::1/64", b_addr: "fe80::2/64"}\n'
     plan = build_plan(load_text(f"name: r\nnodes: [{{name: a}}, {{name: b}}]\n{links}"))
     assert "fe80::1/64" in str(plan.nodes["a"])
+
+
+@pytest.mark.parametrize("rate", ["1tbit", "100", "35gbit"])
+def test_a_rate_a_links_token_bucket_cannot_take_is_refused_at_its_line(rate: str) -> None:
+    """They validated, then failed at build time in pyroute2's 32-bit fields."""
+    (msg,) = problems(f"name: r\ntopology: {{kind: pair}}\nlink_defaults: {{rate: {rate}}}\n")
+    written = rate if rate.isdigit() else repr(rate)  # YAML reads 100 as a number
+    assert msg.startswith(
+        f"lab.yaml:3:23: {written}: a link's rate limit must be between 1kbit and 34gbit"
+    ), msg

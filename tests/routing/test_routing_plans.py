@@ -3,6 +3,7 @@ they generate, and the fault events they read."""
 
 from __future__ import annotations
 
+import re
 from ipaddress import ip_interface
 from pathlib import Path
 from types import SimpleNamespace
@@ -188,6 +189,36 @@ def test_find_link_either_way_round_and_names_the_nodes_when_missing() -> None:
 )
 def test_events_are_read(text: str, event: plan_events.Event) -> None:
     assert plan_events.parse_event(text) == event
+
+
+@pytest.mark.parametrize(
+    ("text", "rate", "shown"),
+    [
+        ("link n1-n2 rate 10 mbit @ 1", 10_000_000, "link n1-n2 rate 10mbit @ 1s"),
+        ("link n1-n2 rate 5mbps @ 1", 40_000_000, "link n1-n2 rate 40mbit @ 1s"),
+        ("link n1-n2 rate 1500 @ 1", 1_500, "link n1-n2 rate 1500bit @ 1s"),
+        ("link n1-n2 rate 34gbit @ 1", 34 * 10**9, "link n1-n2 rate 34gbit @ 1s"),
+    ],
+)
+def test_event_rates_are_read_as_a_links_rate_and_shown_as_written(
+    text: str, rate: int, shown: str
+) -> None:
+    event = plan_events.parse_event(text)
+    assert event.rate == rate and str(event) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [  # 0 was taken as `rate off` and failed at run time (float division by zero); 1tbit and
+        # 100 bit/s failed in pyroute2's 32-bit fields
+        ("link n1-n2 rate 0mbit @ 1", "'0mbit' is too small a rate"),
+        ("link n1-n2 rate 1tbit @ 1", "'1tbit': a link's rate limit must be between 1kbit and 34gbit"),
+        ("link n1-n2 rate 100 @ 1", "'100': a link's rate limit must be between 1kbit and 34gbit"),
+    ],
+)
+def test_event_rates_a_token_bucket_cannot_take_are_refused(text: str, why: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"event {text!r}: {why}")):
+        plan_events.parse_event(text)
 
 
 @pytest.mark.parametrize(
