@@ -42,7 +42,7 @@ from netrig.lab import faults
 from netrig.lab.build import BadInput, LabError, preflight
 from netrig.lab.ledger import Ledger
 from netrig.lab.trace import Tracer
-from netrig.plan.experiment import ExperimentPlan, MeasureStep, SweepPoint
+from netrig.plan.experiment import DERIVED_NAME, ExperimentPlan, MeasureStep, SweepPoint
 from netrig.plan.routes import distances
 from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
@@ -549,8 +549,8 @@ class _Session:
         ]
         failed = [f"event {event} failed: {error}" for _, _, event, error in timeline.log if error]
         flat = [(name, s) for name, items in result.samples.items() for s in items]
-        result.samples["events"] = disruption.derive(applied, flat)
-        result.outputs["events"] = {
+        result.samples[DERIVED_NAME] = disruption.derive(applied, flat)
+        result.outputs[DERIVED_NAME] = {
             "timeline": _timeline_text(timeline),
             "paths": "".join(
                 f"{when}:\n" + "".join(f"  {line}\n" for line in lines)

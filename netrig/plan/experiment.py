@@ -180,6 +180,9 @@ def _events(
     return sorted(events, key=lambda e: e.at)
 
 
+DERIVED_NAME = "events"  # what a run with events stores its derived metrics as
+
+
 def _steps(
     doc: yamlmarks.MarkedDoc, items: list[Any], plan: LabPlan, catalog: Catalog
 ) -> list[MeasureStep]:
@@ -220,6 +223,15 @@ def _steps(
         for path, message in plugin.check(options, plan):
             problems.append(Problem(doc.where((*prefix, *path)), f"{kind}: {message}"))
         name = options.name or plugin.name
+        if name == DERIVED_NAME:
+            problems.append(
+                Problem(
+                    doc.where((*prefix, "name")),
+                    f"measurement name {name!r} is netrig's own: a run with events stores its "
+                    "derived metrics (outage, reconvergence, …) under it; choose another",
+                )
+            )
+            continue
         if name in names:
             if options.name:
                 problems.append(

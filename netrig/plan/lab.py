@@ -137,6 +137,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     mode = proto.addressing or spec.addressing.mode  # a protocol may force its mode
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
+    _check_link_ends(graph, nodes, links, problems)
     resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -165,6 +166,50 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
             plan.nodes[name].routes = routes
     plan_services(graph, plan)  # after addresses: backends and VIPs are checked against them
     return plan
+
+
+IPV6_MIN_MTU = 1280  # below it the kernel turns IPv6 off on the interface (RFC 8200)
+
+
+def _check_link_ends(
+    graph: LabGraph, nodes: dict[str, NodePlan], links: list[LinkPlan], problems: list[Problem]
+) -> None:
+    """What the kernel would refuse at build time, said here at the link's line: an IPv6
+    address on a link whose MTU is below IPv6's minimum (EINVAL after a 10 s wait), and one
+    address on both ends (the ends cannot reach each other). The first of each, with a count."""
+    small: list[int] = []
+    same: list[tuple[int, str]] = []
+    for k, link in enumerate(links):
+        a, b = nodes[link.a].iface(link.a_iface), nodes[link.b].iface(link.b_iface)
+        if link.mtu and link.mtu < IPV6_MIN_MTU and any(":" in x for x in a.addrs + b.addrs):
+            small.append(k)
+        shared = {x.split("/")[0] for x in a.addrs} & {x.split("/")[0] for x in b.addrs}
+        if shared:
+            same.append((k, min(shared)))
+
+    def more(n: int) -> str:
+        return f" (and {n - 1} more links)" if n > 1 else ""
+
+    if small:
+        link = links[small[0]]
+        problems.append(
+            Problem(
+                graph.where(graph.links[small[0]].path),
+                f"link {link.a}–{link.b}: mtu {link.mtu} is below IPv6's minimum "
+                f"({IPV6_MIN_MTU}), where the kernel turns IPv6 off, yet the link has IPv6 "
+                f"addresses{more(len(small))}; raise the mtu or route IPv4 only "
+                "(addressing: {ipv6: false})",
+            )
+        )
+    if same:
+        k, addr = same[0]
+        problems.append(
+            Problem(
+                graph.where(graph.links[k].path),
+                f"link {links[k].a}–{links[k].b}: both ends have address {addr}; "
+                f"each end needs its own{more(len(same))}",
+            )
+        )
 
 
 def _routes_in_child(plan: LabPlan, proto: Any) -> bool:

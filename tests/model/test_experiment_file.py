@@ -277,6 +277,18 @@ def test_measurement_names_are_unique_per_run() -> None:
           - ping: {src: n2, dst: n1, name: x}
         """)
     assert found == ["exp.yaml:5:36: measurement name 'x' is used twice"]
+    # `events` is where a run with events stores its derived metrics: a measurement of that
+    # name had its samples overwritten
+    found = problems("""\
+        name: twice
+        topology: {kind: pair}
+        measure:
+          - ping: {src: n1, dst: n2, name: events}
+        """)
+    assert found == [
+        "exp.yaml:4:36: measurement name 'events' is netrig's own: a run with events stores "
+        "its derived metrics (outage, reconvergence, …) under it; choose another"
+    ]
 
 
 def test_lab_errors_keep_their_places() -> None:

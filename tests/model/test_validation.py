@@ -243,3 +243,33 @@ def test_a_rate_a_links_token_bucket_cannot_take_is_refused_at_its_line(rate: st
     assert msg.startswith(
         f"lab.yaml:3:23: {written}: a link's rate limit must be between 1kbit and 34gbit"
     ), msg
+
+
+def test_an_mtu_ipv6_cannot_run_on_is_refused_where_the_link_is_written() -> None:
+    """mtu 100 validated, then the build failed after a 10 s wait with EINVAL on an IPv6
+    address (the kernel turns IPv6 off below 1280)."""
+    found = problems("""\
+        name: r
+        topology: {kind: ring, nodes: 4}
+        link_defaults: {mtu: 1000}
+        """)
+    assert found == [
+        "lab.yaml:2:11: link n1–n2: mtu 1000 is below IPv6's minimum (1280), where the kernel "
+        "turns IPv6 off, yet the link has IPv6 addresses (and 3 more links); raise the mtu or "
+        "route IPv4 only (addressing: {ipv6: false})"
+    ]
+    ipv4_only = "name: r\ntopology: {kind: ring, nodes: 4}\nlink_defaults: {mtu: 1000}\n"
+    ipv4_only += "addressing: {ipv6: false}\n"
+    assert plan_lab(load_text(ipv4_only, "lab.yaml")).links[0].mtu == 1000
+
+
+def test_one_address_on_both_ends_of_a_link_is_refused_at_the_link() -> None:
+    found = problems("""\
+        name: r
+        nodes: [{name: a}, {name: b}]
+        links:
+          - {a: a, b: b, a_addr: 203.0.113.1/24, b_addr: 203.0.113.1/24}
+        """)
+    assert found == [
+        "lab.yaml:4:5: link a–b: both ends have address 203.0.113.1; each end needs its own"
+    ]
