@@ -432,11 +432,13 @@ def stat_text(
         raise CommandError(f"experiment {data.experiment.id} stored no samples", EXIT_FAILURE)
     out: list[str] = []
     shown = 0
+    matched = False
     for metric in metrics:
         kind: SampleKind = "intervals" if intervals else "auto"
         # the host (netrig run --cluster) is a block: each point's runs apart per host
         per_host = ["host"] if by == "host" else None
         groups = collect(data, metric, filters=selector.filters, by=per_host, kind=kind)
+        matched = matched or bool(groups)
         # blocks: (title, [(data set name, group)])
         blocks: dict[str, list[tuple[str, Any]]] = {}
         for g in groups:
@@ -478,6 +480,9 @@ def stat_text(
                 )
                 shown += 1
             out.append("")
+    if not matched:  # it printed nothing at all; bad input, as a side of compare is
+        wanted = ref.split(":", 1)[1] if ":" in ref else ref
+        raise CommandError(f"no run of experiment {data.experiment.id} matches {wanted}")
     return "\n".join(out), (EXIT_OK if shown else EXIT_FAILURE)
 
 

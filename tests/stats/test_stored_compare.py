@@ -295,6 +295,10 @@ def test_stat_experiment_errors(db: Path) -> None:
     assert unknown.returncode == 2 and "no sweep parameter 'rate'" in unknown.stderr
     metric = netrig("stat", "--experiment=ring", "--metric", "jitter", "--db", str(db))
     assert metric.returncode == 2 and "no metric 'jitter'" in metric.stderr
+    # a filter no run matches printed nothing at all (exit 1); now says so, as compare does
+    none = netrig("stat", "--experiment", "ring:hops=5", "--db", str(db))
+    assert none.returncode == 2 and none.stdout == "", none.stdout
+    assert "no run of experiment 1 matches hops=5" in none.stderr
 
 
 def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
