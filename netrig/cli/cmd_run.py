@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import signal
 import sys
 
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from netrig.cli import cli
 from netrig.cli.common import (
+    EXIT_BAD_INPUT,
     EXIT_FAILURE,
     SET_OPTION,
     console,
@@ -163,6 +165,12 @@ def run(
     if dry_run:
         _print_plan(exp, runs)
         return
+    if resume and db != ":memory:" and not os.path.exists(db):  # not made just to say so
+        fail(
+            f"nothing to resume: no results database at {db} (--db names the one the "
+            "interrupted run wrote)",
+            EXIT_BAD_INPUT,
+        )
     reporter = RichReporter(err_console, quiet)
     try:
         with ResultStore(db) as store:

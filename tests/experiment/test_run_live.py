@@ -478,3 +478,18 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path: Path) -> None:
     assert "2 sweep points × 2 (interleaved" in out.stdout
     assert "4 runs (4 stored), 1 lab builds; tools: iperf3" in out.stdout
     assert not db.exists()
+
+
+def test_resume_into_a_database_that_does_not_exist_creates_nothing(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """Exit 2 is 'nothing created': --resume had made an empty database to say there was
+    nothing in it to resume."""
+    path = write(tmp_path, "none", f"name: {lab_name}\ntopology: {{kind: pair}}\n"
+                 "measure: [{command: {node: n1, cmd: 'true'}}]\n")  # fmt: skip
+    db = tmp_path / "new.db"
+    done = netrig_cli("run", path, "--db", str(db), "--resume", timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"nothing to resume: no results database at {db}" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["none.yaml"]
+    assert namespaces_of(lab_name) == []
