@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import complete_lab, console, err_console, reports_errors, require_root
+from netrig.cli.common import (
+    complete_lab,
+    console,
+    counted,
+    err_console,
+    reports_errors,
+    require_root,
+)
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
 
@@ -37,7 +44,8 @@ def down(labs: tuple[str, ...], cluster: str | None) -> None:
         if name in known:
             report = teardown(ledger, name)
             click.echo(  # plain lines: `down` does not wait for rich to import
-                f"lab {name}: removed {report.namespaces} namespaces, {report.processes} processes"
+                f"lab {name}: removed {counted(report.namespaces, 'namespace')}, "
+                f"{counted(report.processes, 'process', 'processes')}"
             )
     for name in unknown:  # idempotent: removing what is gone succeeds
         click.echo(f"lab {name}: not up, nothing to remove", err=True)
@@ -76,5 +84,6 @@ def clean(labs: tuple[str, ...], force: bool) -> None:
         for skipped in report.skipped or []:
             console.print(f"[yellow]kept {skipped}: it is not the namespace netrig created[/]")
     console.print(
-        f"clean: {len(names)} labs, {total_ns} namespaces, {total_proc} processes removed"
+        f"clean: {counted(len(names), 'lab')}, {counted(total_ns, 'namespace')}, "
+        f"{counted(total_proc, 'process', 'processes')} removed"
     )

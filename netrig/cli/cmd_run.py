@@ -18,6 +18,7 @@ from netrig.cli.common import (
     EXIT_FAILURE,
     SET_OPTION,
     console,
+    counted,
     err_console,
     fail,
     parse_overrides,
@@ -223,8 +224,8 @@ def run(
         sys.exit(EXIT_FAILURE)
     if not quiet:
         err_console.print(
-            f"[green]{stored} runs stored[/] in {db} (experiment "
-            f"{outcome.experiment_id}; {outcome.labs_built} lab builds)",
+            f"[green]{counted(stored, 'run')} stored[/] in {db} (experiment "
+            f"{outcome.experiment_id}; {counted(outcome.labs_built, 'lab build')})",
             soft_wrap=True,
         )
 
@@ -232,7 +233,7 @@ def run(
 def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:
     """What `netrig run` would do: the sweep points, their labs, the runs."""
     table = Table(
-        title=f"{exp.name}: {len(exp.points)} sweep points × {exp.repeat} "
+        title=f"{exp.name}: {counted(len(exp.points), 'sweep point')} × {exp.repeat} "
         f"({exp.order}, warm-up {exp.warmup})",
         title_justify="left",
     )
@@ -252,9 +253,15 @@ def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:
         if exp.points[run.point].network != network:
             builds, network = builds + 1, exp.points[run.point].network
     console.print(
-        f"{len(runs)} runs ({measured(runs)} stored), {builds} lab builds; "
+        f"{counted(len(runs), 'run')}{_warmups(len(runs), measured(runs))}, "
+        f"{counted(builds, 'lab build')}; "
         f"tools: {', '.join(sorted(exp.tools())) or 'none'}"
     )
+
+
+def _warmups(runs: int, stored: int) -> str:
+    """' (4 stored, 2 warm-up)' when some runs are warm-ups (not stored), else ''."""
+    return f" ({stored} stored, {runs - stored} warm-up)" if runs > stored else ""
 
 
 def print_summary(

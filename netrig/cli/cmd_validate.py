@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import SET_OPTION, parse_overrides, reports_errors, without_collector
+from netrig.cli.common import (
+    SET_OPTION,
+    counted,
+    parse_overrides,
+    reports_errors,
+    without_collector,
+)
 
 if TYPE_CHECKING:
     from netrig.plan.model import LabPlan
@@ -48,7 +54,8 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             steps = sorted({s.kind for p in exp.points for s in p.steps})
             click.echo(  # not rich: a one-line answer should not pay for importing it
                 f"{OK} {file}: experiment {click.style(exp.name, bold=True)}: {len(exp.points)} "
-                f"sweep points × {exp.repeat} runs, {labs} lab{'s' if labs > 1 else ''}, "
+                f"{counted(len(exp.points), 'sweep point')} × {counted(exp.repeat, 'run')}, "
+                f"{counted(labs, 'lab')}, "
                 f"measures {', '.join(steps)}"
             )
             continue

@@ -48,6 +48,11 @@ def fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """'1 lab build', '2 lab builds', '0 processes' (plural: when not word + 's')."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
 def store_exit_code(error: Exception) -> int:
     """The exit code of a results store's error, the same in every command: a file that is
     not netrig's results database (NotAStore) is bad input, 2; any other (a file netrig may

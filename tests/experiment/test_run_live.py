@@ -476,7 +476,7 @@ def test_dry_run_prints_the_plan_and_creates_nothing(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "2 sweep points × 2 (interleaved" in out.stdout
-    assert "4 runs (4 stored), 1 lab builds; tools: iperf3" in out.stdout
+    assert "4 runs, 1 lab build; tools: iperf3" in out.stdout
     assert not db.exists()
 
 
