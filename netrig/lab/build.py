@@ -71,6 +71,12 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
                 f"ended before it finished; nothing changed. `netrig clean {plan.name}` "
                 "removes what it left"
             )
+        if existing.builder_alive():  # `down` would pull it from under that process
+            raise BadInput(
+                f"lab {plan.name!r} is already {existing.state} and in use by netrig process "
+                f"{existing.pid} (an experiment, or a lab being built); nothing changed. "
+                "Choose another name (--name), or wait for that process to end"
+            )
         raise BadInput(
             f"lab {plan.name!r} is already {existing.state} (built by pid {existing.pid}); "
             f"nothing changed. `netrig down {plan.name}` removes it"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shlex
 import signal
 import sqlite3
@@ -453,7 +454,8 @@ def test_a_lab_name_in_use_is_refused_before_anything_is_stored(
             "measure: [{command: {node: n1, cmd: 'true'}}]\n"
         )
         with ResultStore(tmp_path / "r.db") as store:
-            with pytest.raises(LabError, match="already up"):
+            # its builder (this process) runs: not told to `netrig down` it
+            with pytest.raises(LabError, match=f"already up and in use by netrig process {os.getpid()}"):
                 run_experiment(exp, store)
             assert store.experiments() == []
         assert busy.exists()  # the other lab is untouched
