@@ -48,12 +48,14 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             continue
         from netrig.rig import prepare
 
+        if topo is not None and prepare.is_experiment_file(file):
+            prepare.plan_file(file, topo=topo)  # refuses --topo as `up` does (exit 2)
         if prepare.is_experiment_file(file):
             exp = prepare.load_experiment(file, sets)
             labs = len({p.network for p in exp.points})
             steps = sorted({s.kind for p in exp.points for s in p.steps})
             click.echo(  # not rich: a one-line answer should not pay for importing it
-                f"{OK} {file}: experiment {click.style(exp.name, bold=True)}: {len(exp.points)} "
+                f"{OK} {file}: experiment {click.style(exp.name, bold=True)}: "
                 f"{counted(len(exp.points), 'sweep point')} × {counted(exp.repeat, 'run')}, "
                 f"{counted(labs, 'lab')}, "
                 f"measures {', '.join(steps)}"
@@ -66,7 +68,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             _say_lab(file, plan)
             found.remember(plan, needs)
         else:
-            _say_lab(file, prepare.plan_file(file, topo=topo if file.endswith(".py") else None))
+            _say_lab(file, prepare.plan_file(file, topo=topo))  # --topo: Mininet files only
 
 
 def _say_lab(file: str, plan: LabPlan) -> None:

@@ -175,3 +175,17 @@ def test_validate_of_an_endless_or_huge_file_reads_a_bounded_part(
                       env={**os.environ, "NETRIG_PLAN_CACHE": str(tmp_path / "plans")})  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "file too large" in done.stderr
+
+
+@pytest.mark.parametrize("example", ["ring16.yaml", "seed000-static.yaml"])
+def test_validate_refuses_topo_for_a_file_that_is_not_mininet(example: str) -> None:
+    """`up` refused it (exit 2); `validate` ignored it and said ok."""
+    done = netrig_cli("validate", "--topo", "tree,2", str(EXAMPLES / example), timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--topo applies to Mininet topology files (*.py)" in done.stderr
+
+
+def test_validate_of_an_experiment_counts_its_points_once() -> None:
+    done = netrig_cli("validate", str(EXAMPLES / "pair-iperf3.yaml"), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "experiment pair-iperf3: 1 sweep point × 3 runs, 1 lab, measures iperf3" in done.stdout
