@@ -48,6 +48,10 @@ ensure_venv() {
 
 main() {
     local job="${1:-demo}"
+    case "$job" in  # before anything is installed
+        demo|test|bench) ;;
+        *) echo "usage: $0 [demo|test|bench]" >&2; exit 2 ;;
+    esac
     need_root
     ensure_apt
     ensure_venv
