@@ -106,7 +106,7 @@ class ExperimentKeys(Strict):
                         f"every point must set {', '.join(names)}"
                     )
                 # as a mapping's values: a point twice would share its stored runs
-                first = seen.setdefault(repr(list(case.values())), i + 1)
+                first = seen.setdefault(repr([_same_as(v) for v in case.values()]), i + 1)
                 if first != i + 1:
                     raise ValueError(
                         f"vary: point {i + 1} is point {first} again (use repeat: for more runs)"
@@ -116,8 +116,8 @@ class ExperimentKeys(Strict):
             _param_name(name)
             if not values:
                 raise ValueError(f"vary: {name} has no values")
-            if len(set(map(repr, values))) != len(values):
-                raise ValueError(f"vary: {name} lists a value twice")
+            if twice := _listed_twice(values):
+                raise ValueError(f"vary: {name} lists {twice}")
         if math.prod(len(v) for v in value.values()) > MAX_POINTS:
             raise ValueError(f"vary: more than {MAX_POINTS} sweep points")
         return value
@@ -128,6 +128,33 @@ class ExperimentKeys(Strict):
         for name in value:
             _param_name(name)
         return value
+
+
+def _same_as(value: Any) -> Any:
+    """What a swept value is the same as: a number as a number (1, 1.0 and true are one
+    point), other values as they read in a point's label (1 and "1" are one: c=1)."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return ("text", value)
+    if isinstance(number, int | float) and math.isfinite(number):
+        return ("number", float(number))
+    return ("text", str(value))
+
+
+def _listed_twice(values: Sequence[Any]) -> str | None:
+    """'1 and 1.0, the same value' for the first value listed again, else None."""
+    seen: dict[Any, Any] = {}
+    for i, value in enumerate(values):
+        at = seen.setdefault(_same_as(value), i)
+        if at != i:
+            first = values[at]
+            if repr(first) == repr(value):
+                return "a value twice"
+            return f"{first!r} and {value!r}, the same value"
+    return None
 
 
 def sweep_points(
@@ -350,6 +377,8 @@ def _apply_overrides(
                 problems.append(
                     Problem("--set", f"{name}: give a value or a list [a, b], not {raw!r}")
                 )
+            elif twice := _listed_twice(values):  # as in the file: they would share runs
+                problems.append(Problem("--set", f"{name}: {raw} lists {twice}"))
             vary[name] = values
         else:
             known = ", ".join([*params, *sorted(varied)]) or "none"

@@ -235,14 +235,38 @@ def test_keys_of_the_experiment_part_are_checked() -> None:
         vary: [{a: 1, b: x}, {a: 2, b: x}, {a: 1, b: x}]
         """)
     assert found == ["exp.yaml:4:7: vary: point 3 is point 1 again (use repeat: for more runs)"]
-    # 1 and 1.0 are two points, as two values of a mapping's list are
-    text = """\
+    # 1 and 1.0 are one point (a plot's axis shows both as 1), as in a mapping's list
+    found = problems("""\
         name: keys
         topology: {kind: pair}
         measure: [{ping: {src: n1, dst: n2}}]
         vary: [{a: 1}, {a: 1.0}]
+        """)
+    assert found == ["exp.yaml:4:7: vary: point 2 is point 1 again (use repeat: for more runs)"]
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ("[1, 1]", "a value twice"),
+        ("[1, '1']", "1 and '1', the same value"),
+        ("[2, 1, 1.0]", "1 and 1.0, the same value"),
+        ("[1, true]", "1 and True, the same value"),
+        ("[x, y, x]", "a value twice"),
+    ],
+)
+def test_a_value_swept_twice_is_refused_in_the_file_and_in_set(values: str, said: str) -> None:
+    """They were stored as separate points with one label (c=1 three times); --set
+    [1,1] was not checked at all."""
+    file = f"""\
+        name: keys
+        topology: {{kind: pair}}
+        measure: [{{ping: {{src: n1, dst: n2}}}}]
+        vary: {{c: {values}}}
         """
-    assert len(load_experiment_text(textwrap.dedent(text), "exp.yaml").points) == 2
+    assert problems(file) == [f"exp.yaml:4:7: vary: c lists {said}"]
+    plain = file.replace(values, "[5, 6]")
+    assert problems(plain, overrides={"c": values}) == [f"--set: c: {values} lists {said}"]
 
 
 def test_a_list_of_points_is_bounded_as_a_mapping_is() -> None:
