@@ -286,7 +286,7 @@ def print_summary(
         failed = str(row.failed) if row.failed else ""
         if row.interrupted:
             failed += f" +{row.interrupted} interrupted"
-        metric = f"{row.measurement} {row.metric}" if several else row.metric
+        metric = summary.metric_label(row.measurement, row.metric) if several else row.metric
         metric += f" ({unit})" if unit else ""
         table.add_row(
             label,

@@ -37,6 +37,12 @@ class SummaryRow:
         return ", ".join(f"{k}={v}" for k, v in self.point.items()) or "-"
 
 
+def metric_label(measurement: str, metric: str) -> str:
+    """`iperf3 throughput`; a metric named as its measurement once (`convergence`, not
+    `convergence convergence`)."""
+    return metric if metric == measurement else f"{measurement} {metric}"
+
+
 def headline_metrics(measurement: str) -> tuple[str, ...] | None:
     """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …);
     for `events`, what the timeline did (not when each event happened)."""

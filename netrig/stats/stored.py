@@ -29,7 +29,7 @@ import numpy as np
 from netrig.base.sample import Sample
 from netrig.plan.runs import point_key
 from netrig.results.store import ExperimentRecord, ResultStore, Run
-from netrig.results.summary import headline_metrics
+from netrig.results.summary import headline_metrics, metric_label
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -133,7 +133,7 @@ class MetricRef:
 
     @property
     def label(self) -> str:
-        return f"{self.measurement} {self.metric}"
+        return metric_label(self.measurement, self.metric)
 
     def __str__(self) -> str:
         return f"{self.label} ({self.unit})" if self.unit else self.label

@@ -192,3 +192,10 @@ def test_mean_confidence_interval_matches_scipy() -> None:
     ref = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
     assert (low, high) == pytest.approx(ref)
     assert mean_ci([3.0], 0.95) == (3.0, 3.0)
+
+
+def test_a_metric_named_as_its_measurement_is_labelled_once() -> None:
+    """`convergence convergence` in tables and plot titles."""
+    assert MetricRef("convergence", "convergence", "s").label == "convergence"
+    assert str(MetricRef("convergence", "convergence", "s")) == "convergence (s)"
+    assert THROUGHPUT.label == "iperf3 throughput"
