@@ -42,10 +42,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from netrig.model import foreign, yamlmarks
-from netrig.model.expr import substitute
+from netrig.model.expr import names_in, substitute
 from netrig.model.filekind import EXPERIMENT_KEYS
 from netrig.model.load import Problem, SpecError, _problems
 from netrig.model.models import LabSpec, Seconds, Strict
+from netrig.model.problems import note
 from netrig.model.yamlmarks import KeyPath
 
 Scalar = bool | int | float | str
@@ -262,6 +263,7 @@ def load_experiment_model_text(
             ]
         raise SpecError(problems) from None
     vary, params = _apply_overrides(doc, keys, overrides or {})
+    _note_unused(doc, vary)
     stored = text if not overrides and repeat is None else text + _override_note(overrides, repeat)
     return ExperimentModel(
         file=file,
@@ -336,6 +338,22 @@ def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
             problems.append(Problem(doc.where((key,), key=True), f"unknown key {key!r}{hint}"))
     if problems:
         raise SpecError(problems)
+
+
+def _note_unused(doc: yamlmarks.MarkedDoc, vary: Vary) -> None:
+    """A varied parameter no `{expr}` of the file refers to multiplies the runs of one lab
+    and measurement set: noted (a file with `lab:` is left alone: its lab file may)."""
+    if "lab" in doc.data:
+        return
+    used = names_in({k: v for k, v in doc.data.items() if k not in NOT_SUBSTITUTED})
+    for name in vary[0] if isinstance(vary, list) else vary:
+        if name not in used:
+            path: KeyPath = ("vary", 0, name) if isinstance(vary, list) else ("vary", name)
+            note(
+                doc.where(path, key=True),
+                f"vary: {name} is in no {{expression}} of the file, so its points run the "
+                "same lab and measurements (repeat: runs a point again)",
+            )
 
 
 def _apply_overrides(

@@ -180,6 +180,27 @@ def expand(text: str, params: Mapping[str, Any]) -> Any:
     return "".join(out)
 
 
+def names_in(data: Any) -> set[str]:
+    """Every parameter name the `{expr}` fields of YAML data refer to (fields that do not
+    parse refer to none: substitute says why)."""
+    if isinstance(data, dict):
+        return set().union(*(names_in(v) for v in data.values()))
+    if isinstance(data, list):
+        return set().union(*(names_in(v) for v in data))
+    if not isinstance(data, str) or "{" not in data:
+        return set()
+    names: set[str] = set()
+    for m in _FIELD.finditer(data):
+        if m.group(1) is None:
+            continue
+        try:
+            tree = ast.parse(m.group(1).strip(), mode="eval")
+        except SyntaxError:
+            continue
+        names.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    return names
+
+
 def substitute(
     data: Any, params: Mapping[str, Any], path: KeyPath, problems: list[tuple[KeyPath, str]]
 ) -> Any:

@@ -353,3 +353,31 @@ def test_the_seed_examples_hold_the_seeds_cases() -> None:
         (3, 3),
         (3, 2),
     ]
+
+
+def test_a_varied_parameter_no_expression_uses_is_noted() -> None:
+    """vary: {colour: [red, blue]} that nothing refers to doubled the runs of one lab and
+    measurement set, silently."""
+    import warnings
+
+    from netrig.model.problems import Note
+
+    text = textwrap.dedent("""\
+        name: unused
+        topology: {kind: chain, nodes: "{hops}"}
+        measure:
+          - ping: {src: n1, dst: "n{1 + hops - 1}"}
+        vary: {hops: [2, 3], colour: [red, blue]}
+        """)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", Note)
+        assert len(load_experiment_text(text, "exp.yaml").points) == 4
+    assert [str(w.message) for w in caught if w.category is Note] == [
+        "exp.yaml:5:22: vary: colour is in no {expression} of the file, so its points run the "
+        "same lab and measurements (repeat: runs a point again)"
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", Note)
+        used = text.replace('"n{1 + hops - 1}"}', '"n{hops}", name: "p-{colour}"}')
+        assert len(load_experiment_text(used, "exp.yaml").points) == 4
+    assert not [w for w in caught if w.category is Note]
