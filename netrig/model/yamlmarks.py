@@ -137,7 +137,7 @@ _constructor = yaml.SafeLoader("")
 class _Frame:
     """An open mapping or sequence while its events arrive."""
 
-    __slots__ = ("anchor", "container", "key", "key_mark", "path", "size")
+    __slots__ = ("anchor", "container", "key", "key_mark", "merged", "path", "size")
 
     def __init__(self, container: Any, path: KeyPath, anchor: str | None) -> None:
         self.container = container
@@ -146,9 +146,12 @@ class _Frame:
         self.key: Any = _NO_KEY
         self.key_mark: Mark | None = None
         self.size = 1  # values in this subtree, itself included
+        self.merged: list[dict[Any, Any]] = []  # `<<:` mappings, first taking precedence
 
 
 _NO_KEY = object()
+_MERGE = object()  # the key `<<`: the mappings its value names are merged into this one
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 class _Builder:
@@ -183,6 +186,9 @@ class _Builder:
                 self.open(event)
             elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
                 frame = self.stack.pop()
+                for merged in frame.merged:  # keys written in the mapping itself win
+                    for key, value in merged.items():
+                        frame.container.setdefault(key, value)
                 if frame.anchor is not None:
                     self.anchors[frame.anchor] = (frame.container, frame.size)
                 self.attach(frame.container, frame.size, event)
@@ -202,6 +208,8 @@ class _Builder:
         top = self.stack[-1]
         if isinstance(top.container, list):
             return (*top.path, len(top.container))
+        if top.key is _MERGE:
+            return (*top.path, "<<")
         return None if top.key is _NO_KEY else (*top.path, top.key)
 
     def open(self, event: Any) -> None:
@@ -230,6 +238,8 @@ class _Builder:
             tag = _constructor.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag == _STR:
             return event.value
+        if tag == _MERGE_TAG and self.stack and isinstance(self.stack[-1].container, dict):
+            return _MERGE
         construct = _constructor.yaml_constructors.get(tag)
         if construct is None or tag.endswith((":map", ":seq", ":omap", ":pairs", ":set")):
             raise YamlSyntaxError(self.where(event.start_mark), f"YAML tag {tag} not supported")
@@ -269,6 +279,15 @@ class _Builder:
         top.size += size
         if isinstance(top.container, list):
             top.container.append(value)
+        elif top.key is _MERGE:  # `<<: *a` or `<<: [*a, *b]`: YAML's merge key
+            merged = value if isinstance(value, list) else [value]
+            if not merged or not all(isinstance(m, dict) for m in merged):
+                raise YamlSyntaxError(
+                    self.where(event.start_mark),
+                    "`<<:` merges a mapping or a list of mappings (e.g. `<<: *defaults`)",
+                )
+            top.merged.extend(merged)
+            top.key = _NO_KEY
         elif top.key is _NO_KEY:
             if isinstance(value, dict | list):
                 raise YamlSyntaxError(

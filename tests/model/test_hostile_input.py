@@ -95,6 +95,51 @@ def test_aliases_within_the_bound_still_work() -> None:
     assert doc.where(("links", 1, "rate")) == "f.yaml:2:13"  # the second alias
 
 
+MERGES = """\
+base: &b {src: n1, count: 3}
+other: &o {interval: 0.1, count: 9}
+m1: {<<: *b, dst: n2}
+m2: {dst: n3, <<: [*b, *o], count: 5}
+m3:
+  <<: *b
+  src: n9
+quoted: {'<<': 1}
+"""
+
+
+def test_yaml_merge_keys_merge_as_pyyaml_merges_them() -> None:
+    """`<<: *defaults` (YAML's merge key) was refused as 'YAML tag …merge not supported'.
+    Keys written in the mapping win, and of merged mappings the first; a quoted '<<' is a
+    plain key."""
+    doc = yamlmarks.load(MERGES, "f.yaml")
+    assert doc.data == yaml.safe_load(MERGES)
+    assert doc.data["m2"] == {"dst": "n3", "count": 5, "src": "n1", "interval": 0.1}
+    assert doc.data["m3"] == {"src": "n9", "count": 3}
+
+
+@pytest.mark.parametrize("value", ["3", "[1]", "*x"])
+def test_a_merge_of_what_is_not_a_mapping_is_named_at_its_line(value: str) -> None:
+    with pytest.raises(yamlmarks.YamlSyntaxError) as info:
+        yamlmarks.load(f"x: &x [1]\na: {{<<: {value}}}\n", "f.yaml")
+    assert info.value.where.startswith("f.yaml:2:")
+    assert "`<<:` merges a mapping or a list of mappings" in info.value.message
+
+
+def test_an_experiment_can_share_options_through_a_merge_key() -> None:
+    from netrig.rig.prepare import load_experiment_text
+
+    exp = load_experiment_text(
+        "name: merged\ntopology: {kind: chain, nodes: 3}\n"
+        "measure:\n  - ping: &p {src: n1, dst: n2, count: 2, interval: 0.05}\n"
+        "  - ping: {<<: *p, dst: n3}\n",
+        "exp.yaml",
+    )
+    steps = exp.points[0].steps
+    assert [(s.options.src, s.options.dst, s.options.count) for s in steps] == [
+        ("n1", "n2", 2), ("n1", "n3", 2)
+    ]
+
+
 def test_billion_laughs_names_the_alias_that_crossed_the_bound() -> None:
     with pytest.raises(yamlmarks.YamlSyntaxError) as info:
         yamlmarks.load(billion_laughs(), "f.yaml")
