@@ -202,13 +202,18 @@ IFF_RUNNING = 0x40  # operationally up: what a bridge acts on, a little after th
 BR_STATE_FORWARDING = 3
 
 
-def wait_carrier(plan: LabPlan, timeout: float) -> list[str]:
-    """Wait until every link interface is operationally up and every port of a bridge
-    without STP forwards (the kernel reports a new veth's carrier a little later, and a
-    bridge acts on it later still); return `node:iface` still not there. What a lab
-    without a ping check waits for before it is used."""
-    waiting = {n.ns: {i.index: f"{n.name}:{i.name}" for i in n.ifaces}
+def wait_carrier(
+    plan: LabPlan, timeout: float, only: dict[str, set[str]] | None = None
+) -> list[str]:
+    """Wait until every link interface (or `only` these: node → interface names) is
+    operationally up and every port of a bridge without STP forwards (the kernel reports
+    a new veth's carrier a little later, and a bridge acts on it later still); return
+    `node:iface` still not there. What a lab without a ping check waits for before it is
+    used, and a link brought up again before it is."""
+    waiting = {n.ns: {i.index: f"{n.name}:{i.name}" for i in n.ifaces
+                      if only is None or i.name in only.get(n.name, ())}
                for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
+    waiting = {ns: ports for ns, ports in waiting.items() if ports}
     bridged = {n.ns for n in plan.nodes.values() if n.bridge and not n.bridge.stp}
     deadline = time.monotonic() + timeout
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
-from netrig.lab import daemons, netns, nlwire
+from netrig.lab import check, daemons, netns, nlwire
 from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
 from netrig.lab.ledger import Ledger
 from netrig.lab.runtime import LabRuntime as Lab
@@ -52,7 +52,13 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
         _replan_routes(lab)
         for node, ifname in ends:
             send(lab, node, route_requests(lab.plan.node(node)) + saved_routes(lab, node, ifname))
+        # returns once traffic can cross: the carrier on (and a bridge port forwarding),
+        # which the kernel applies a little later (a switch's port: up to ~1 s)
+        check.wait_carrier(lab.plan, UP_WAIT, {node: {ifname} for node, ifname in ends})
     return link
+
+
+UP_WAIT = 5.0  # s: at most, for a link brought up again to carry traffic
 
 
 def _replan_routes(lab: Lab) -> None:

@@ -270,6 +270,10 @@ class Lab(LabRuntime):
                     f"unreachable after {timeout:g} s: {result.describe()}"
                     + _longer_hint(len(self.plan.nodes), timeout, result)
                 )
+            if not result.pairs:  # nothing to ping (no routing): wait for the links instead
+                dark = check.wait_carrier(self.plan, timeout)  # a switch dropped ~0.5 s
+                if dark:
+                    raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
         if self.timings:
             self.timings.extra["usable"] = time.perf_counter() - start
 

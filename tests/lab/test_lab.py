@@ -169,3 +169,28 @@ def test_aliases_are_on_both_ends_and_answer(make_lab) -> None:  # type: ignore[
     for addr in v4:
         ping = lab.exec("n1", ["ping", "-c1", "-W1", addr], capture_output=True)
         assert ping.returncode == 0, addr
+
+
+@requires_tool("ping")
+def test_a_switched_lab_without_routing_carries_traffic_when_up_returns(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """routing: none has no pair to ping, so `up` had waited for nothing: the switch's
+    ports dropped the first ~0.5 s of traffic. And `link … up` returns once the link
+    carries traffic again."""
+    from netrig.lab import faults
+
+    lab = make_lab(
+        {
+            "nodes": [{"name": "sw", "kind": "switch"}, {"name": "a"}, {"name": "b"}],
+            "links": [{"a": "a", "b": "sw"}, {"a": "b", "b": "sw"}],
+            "routing": {"protocol": "none"},
+            "addressing": {"mode": "shared-subnet"},
+        }
+    )
+    target = lab.plan.node("b").iface("eth0").addrs[0].split("/")[0]
+    ping = ["ping", "-c", "10", "-i", "0.05", "-W", "1", target]
+    first = lab.exec("a", ping, capture_output=True)
+    assert " 0% packet loss" in first.stdout, first.stdout
+    faults.set_link(lab, "b", "sw", up=False)
+    faults.set_link(lab, "b", "sw", up=True)
+    again = lab.exec("a", ping, capture_output=True)
+    assert " 0% packet loss" in again.stdout, again.stdout

@@ -107,6 +107,21 @@ def test_targets_use_link_addresses_only_without_routing() -> None:
         measure.target_address(CHAIN, "n1", "n3", 4, "link")
 
 
+def test_hosts_on_one_switch_are_targets_on_their_segment_without_routing() -> None:
+    """Two hosts on a switch share a segment, not a link: `address: link` refused them
+    ('share no link') and auto targeted a loopback nothing routes to."""
+    switched = plan(
+        "name: s\nnodes: [{name: sw, kind: switch}, {name: a}, {name: b}]\n"
+        "links: [{a: a, b: sw}, {a: b, b: sw}]\nrouting: {protocol: none}\n"
+        "addressing: {mode: shared-subnet}\n"
+    )
+    on_segment = switched.nodes["b"].iface("eth0").addrs[0].split("/")[0]
+    assert measure.target_address(switched, "a", "b", 4) == on_segment
+    assert measure.target_address(switched, "a", "b", 4, "link") == on_segment
+    six = measure.target_address(switched, "a", "b", 6, "link")
+    assert six == switched.nodes["b"].iface("eth0").addrs[1].split("/")[0]
+
+
 def test_iperf3_client_argv_reflects_the_options() -> None:
     o = Iperf3Options.model_validate(
         {
