@@ -271,7 +271,8 @@ def _verdict(out: list[str], va: Any, vb: Any, names: tuple[str, str], confidenc
         )
     else:
         out.append(block.decode().rstrip("\n"))
-    out.extend(verdicts.beyond_ministat(verdicts.compare(va, vb, confidence, detect)))
+    comparison = verdicts.compare(va, vb, confidence, detect)
+    out.extend(verdicts.beyond_ministat(comparison, student_shown=block is not None))
     return True
 
 

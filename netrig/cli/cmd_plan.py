@@ -7,7 +7,7 @@ import json
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import SET_OPTION, console, parse_overrides, reports_errors
+from netrig.cli.common import SET_OPTION, console, counted, parse_overrides, reports_errors
 
 
 @cli.command("plan")
@@ -45,7 +45,8 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str
                 console.print(node_table(point.plan))
         runs = exp.runs()
         console.print(
-            f"{len(runs)} runs ({sum(r.warmup for r in runs)} warm-up), order {exp.order}"
+            f"{counted(len(runs), 'run')} ({sum(r.warmup for r in runs)} warm-up), "
+            f"order {exp.order}"
         )
         return
     if sets:

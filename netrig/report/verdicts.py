@@ -151,11 +151,15 @@ def relative_line(c: Comparison) -> str:
     )
 
 
-def variance_line(c: Comparison) -> str:
+def variance_line(c: Comparison, student_shown: bool = True) -> str:
+    """Which t-test to read: ministat's Student's t above, or Welch's here (variances
+    that differ, or no ministat block above to hold a Student's t)."""
     v = c.variances
     f = f"F = {v.f:.3g}, p = {_p(v.p_value)}"
     if v.differ:
         return f"Variances differ ({f}): {c.welch.verdict()}"
+    if not student_shown:
+        return f"Variances: no difference proven ({f}); {c.welch.verdict()}"
     return f"Variances: no difference proven ({f}); Student's t above holds"
 
 
@@ -199,9 +203,10 @@ def runs_line(c: Comparison) -> str | None:
     )
 
 
-def beyond_ministat(c: Comparison) -> list[str]:
-    """The lines `netrig compare` prints under ministat's block."""
-    lines = [relative_line(c), variance_line(c), mann_whitney_line(c)]
+def beyond_ministat(c: Comparison, student_shown: bool = True) -> list[str]:
+    """The lines `netrig compare` prints under ministat's block (student_shown: the block
+    is there, with its Student's t)."""
+    lines = [relative_line(c), variance_line(c, student_shown), mann_whitney_line(c)]
     extra = runs_line(c)
     if extra:
         lines.append(extra)

@@ -249,6 +249,13 @@ def test_compare_errors_and_exit_codes(db: Path, tmp_path: Path) -> None:
     lines = []
     assert cmd_compare._verdict(lines, [], [1.0, 2.0], ("a", "b"), 95.0, 74, None) is False
     assert lines == ["cannot compare: x has 0 value(s); at least 2 per side are needed"]
+    # two values a side: no ministat block, so no Student's t "above" to hold
+    lines = []
+    assert cmd_compare._verdict(lines, [1.0, 2.0], [1.5, 2.5], ("a", "b"), 0.95, 74, None)
+    assert lines[0].startswith("(ministat's block left out")
+    assert not [line for line in lines if "above holds" in line], lines
+    assert "Variances: no difference proven (F = 1, p = 1); No difference proven at 95.0% " \
+        "confidence (Welch's t)" in lines
     no_param = runner.invoke(compare_command, ["ring:rate=1", "ring", "--db", str(db)])
     assert no_param.exit_code == 2 and "no sweep parameter 'rate'" in no_param.output
     no_db = runner.invoke(compare_command, ["a", "b", "--db", str(tmp_path / "none.db")])
