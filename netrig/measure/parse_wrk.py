@@ -27,6 +27,13 @@ done = function(summary, latency, requests)
 end
 """.replace('"MARK"', json.dumps(MARK))
 ERROR_KINDS = ("connect", "read", "write", "timeout", "status")
+ERROR_WORDS = {  # as a failure's reason says them: `19314 status` meant non-2xx/3xx replies
+    "connect": "connect errors",
+    "read": "read errors",
+    "write": "write errors",
+    "timeout": "timeouts",
+    "status": "replies with an error status (4xx/5xx)",
+}
 
 
 def parse_wrk(stdout: str, stderr: str = "", max_errors: float = 0.01) -> list[Sample]:
@@ -60,7 +67,7 @@ def parse_wrk(stdout: str, stderr: str = "", max_errors: float = 0.01) -> list[S
             Sample("latency_p99", data["p99_us"] / 1e6, "s"),
             Sample("latency_p999", data["p999_us"] / 1e6, "s"),
         ]
-    counts = ", ".join(f"{data[k]} {k}" for k in ERROR_KINDS if data[k])
+    counts = ", ".join(f"{data[k]} {ERROR_WORDS[k]}" for k in ERROR_KINDS if data[k])
     if ok <= 0:
         first = _first_error(stdout, stderr)
         detail = f" ({counts})" if counts else ""

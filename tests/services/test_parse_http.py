@@ -47,6 +47,8 @@ def test_wrk_all_bad_statuses_fail_and_keep_the_counters() -> None:
     assert got["errors_status"] == got["requests"] == 54379
     assert "requests_per_s" not in got and "transfer" not in got  # a failure is never 0 req/s
     assert "no successful response" in exc.value.reason
+    # what the count is, in words (it read "(54379 status)")
+    assert "(54379 replies with an error status (4xx/5xx))" in exc.value.reason
 
 
 def test_wrk_error_share_threshold() -> None:
