@@ -138,4 +138,11 @@ def scale(unit: str, reference: float | None) -> tuple[float, str]:
 
 
 def fmt(value: float | None, factor: float = 1.0) -> str:
-    return "-" if value is None else f"{value / factor:.4g}"
+    """Four significant digits; a number of 10,000 to 10^15 whole (16990, not 1.699e+04:
+    req/s has no larger unit to scale to)."""
+    if value is None:
+        return "-"
+    shown = value / factor
+    if 1e4 <= abs(shown) < 1e15:
+        return f"{shown:.0f}"
+    return f"{shown:.4g}"

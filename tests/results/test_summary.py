@@ -62,6 +62,9 @@ def test_headline_metrics_and_units() -> None:
     assert scale("ms", 0.05) == (1e-3, "µs")  # as the plots show it
     assert scale("ms", 12.0) == (1.0, "ms")
     assert fmt(None) == "-" and fmt(9.4e9, 1e9) == "9.4"
+    # req/s has no larger unit: 16,990 reads whole, not as 1.699e+04
+    assert fmt(16990.4) == "16990" and fmt(-12345.6) == "-12346" and fmt(9999.4) == "9999"
+    assert fmt(2.5e-5) == "2.5e-05" and fmt(3e16) == "3e+16"
 
 
 def test_points_are_listed_by_value_whatever_order_they_finished_in(tmp_path: Path) -> None:
