@@ -120,7 +120,7 @@ def test_commands_without_root_work_as_any_user(
         return result.stdout
 
     assert "ok lab.yaml" in ok("validate", "lab.yaml")
-    assert "1 runs" in ok("run", "exp.yaml", "--dry-run", "--repeat", "1")
+    assert "1 run, 1 lab build" in ok("run", "exp.yaml", "--dry-run", "--repeat", "1")
     assert lab.name in ok("status")
     assert "Difference at 95.0% confidence" in ok("stat", "a.txt", "b.txt")
     assert "before" in ok("results", "list", "--db", db)
