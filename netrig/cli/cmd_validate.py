@@ -48,9 +48,10 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
             continue
         from netrig.rig import prepare
 
-        if topo is not None and prepare.is_experiment_file(file):
+        experiment = prepare.is_experiment_file(file)
+        if experiment and topo is not None:
             prepare.plan_file(file, topo=topo)  # refuses --topo as `up` does (exit 2)
-        if prepare.is_experiment_file(file):
+        if experiment:
             exp = prepare.load_experiment(file, sets)
             labs = len({p.network for p in exp.points})
             steps = sorted({s.kind for p in exp.points for s in p.steps})

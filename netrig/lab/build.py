@@ -65,13 +65,14 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
         raise BadInput("netrig must run as root to create network namespaces")
     existing = ledger.lab(plan.name)
     if existing is not None:
-        if existing.state == "building" and not existing.builder_alive():
+        alive = existing.builder_alive()
+        if existing.state == "building" and not alive:
             raise BadInput(  # kill -9 (or a crash) in the middle of `up`
                 f"lab {plan.name!r} was being built by netrig process {existing.pid}, which "
                 f"ended before it finished; nothing changed. `netrig clean {plan.name}` "
                 "removes what it left"
             )
-        if existing.builder_alive():  # `down` would pull it from under that process
+        if alive:  # `down` would pull it from under that process
             raise BadInput(
                 f"lab {plan.name!r} is already {existing.state} and in use by netrig process "
                 f"{existing.pid} (an experiment, or a lab being built); nothing changed. "

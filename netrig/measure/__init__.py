@@ -170,12 +170,12 @@ AddressChoice = Literal["auto", "loopback", "link"]
 def link_address(plan: LabPlan, src: str, dst: str, family: int) -> str | None:
     """dst's address on a link it shares with src, or on a switched segment both are on
     (None if they share neither)."""
-    for iface in plan.node(dst).ifaces:
+    dst_node = plan.node(dst)
+    for iface in dst_node.ifaces:
         if iface.peer == src and not iface.master:
             for cidr in iface.addrs:
                 if family_of(cidr) == family:
                     return cidr.split("/")[0]
-    dst_node = plan.node(dst)
     for net in plan.networks:  # a segment through a switch: both are its members
         ports = {node: port for node, port in net.members}
         if src in ports and dst in ports:

@@ -43,8 +43,9 @@ class Event:
     rate: int | None = None  # bit/s for link-rate (None: remove the limit)
 
     def __str__(self) -> str:
-        rate = f"rate {_rate_text(self.rate) if self.rate else 'off'}"
-        what = {"link-rate": rate}.get(self.kind, self.kind.split("-")[1])
+        what = self.kind.split("-")[1]
+        if self.kind == "link-rate":
+            what = f"rate {_rate_text(self.rate) if self.rate else 'off'}"
         return f"{self.kind.split('-')[0]} {'-'.join(self.target)} {what} @ {self.at:g}s"
 
 

@@ -255,10 +255,7 @@ class Lab(LabRuntime):
             settling += ovs.wait_stp(self, max(timeout, 20.0))
         if settling:
             raise LabError(f"spanning tree still settling in {', '.join(settling[:5])}")
-        if not check_reachability or self.plan.reachability == "none":
-            dark = check.wait_carrier(self.plan, timeout)  # no pings wait for the links
-            if dark:
-                raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
+        pinged = 0  # pairs the check proved: none, and the links are waited for instead
         if check_reachability and self.plan.reachability != "none":
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
@@ -270,10 +267,11 @@ class Lab(LabRuntime):
                     f"unreachable after {timeout:g} s: {result.describe()}"
                     + _longer_hint(len(self.plan.nodes), timeout, result)
                 )
-            if not result.pairs:  # nothing to ping (no routing): wait for the links instead
-                dark = check.wait_carrier(self.plan, timeout)  # a switch dropped ~0.5 s
-                if dark:
-                    raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
+            pinged = result.pairs
+        if not pinged:  # --no-check, or nothing to ping (no routing: a switch dropped ~0.5 s)
+            dark = check.wait_carrier(self.plan, timeout)
+            if dark:
+                raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
         if self.timings:
             self.timings.extra["usable"] = time.perf_counter() - start
 
