@@ -29,8 +29,9 @@ def link(lab: str, a: str, b: str, state: str, cluster: str | None) -> None:
 
     Bringing it up restores what the kernel dropped with it (IPv6 addresses, fixed
     neighbour entries, and a static or ecmp lab's routes through it); a routing daemon
-    relearns its own. With --cluster, a link between two hosts (a VXLAN tunnel) goes
-    down or up at both of its ends.
+    relearns its own. An end on a switch: `up` returns once its port forwards. With
+    --cluster, a link between two hosts (a VXLAN tunnel) goes down or up at both of its
+    ends.
     """
     if cluster:
         _link_on_cluster(lab, a, b, state, cluster)
