@@ -11,14 +11,17 @@ really applied. Two kinds of series are read:
 Per event (stream = the event, e.g. `link n8-n9 down @ 2s`), for each probe series:
 
 - `outage` [s]: from the first probe lost after the event to the first one answered after it
-  (0 when no probe was lost; the rest of the run when none was answered again);
+  (0 when no probe was lost). When none was answered again the outage was longer than the
+  run could see: no `outage` then, but `outage_at_least` [s], from that first loss to the
+  end of the run, a lower bound that is never averaged with measured outages;
 - `packets_lost` [packets]: probes lost between this event and the next;
 - `reconvergence` [s]: from the event to the first answered probe after the last loss before
   the next event — when the path was back for good. Missing (and `recovered` = 0) when the
   traffic never came back within the run.
 
 For the run as a whole (no stream): `outage` (the longest total time without delivery of one
-probe series after the first event), `packets_lost` (all series), `reconvergence` (the
+probe series after the first event; `outage_at_least` instead when a series was still
+without delivery at the end of the run), `packets_lost` (all series), `reconvergence` (the
 slowest event's), and per throughput series `throughput_before`, `throughput_during`,
 `throughput_after` [bit/s]: mean of the intervals before the first event, between it and the
 recovery, and after the recovery. Recovery is when the last event happened or, if later, when
@@ -39,6 +42,7 @@ from netrig.base.sample import Sample
 HALF = 0.5  # below this share of the throughput before the events an interval is disrupted
 HEADLINE = (  # what the summary table and the report show by default
     "outage",
+    "outage_at_least",
     "packets_lost",
     "reconvergence",
     "throughput_before",
@@ -106,6 +110,12 @@ class EventEffect:
     outage: float
     lost: int
     reconvergence: float | None  # None: not back within the run
+    outage_ended: bool = True  # False: the outage ran to the end of the run (a lower bound)
+
+    @property
+    def outage_sample(self) -> tuple[str, float]:
+        """(metric, value): a measured outage, or the lower bound of one still going on."""
+        return ("outage" if self.outage_ended else "outage_at_least", self.outage)
 
 
 def effect(series: ProbeSeries, event: Applied, next_at: float | None) -> EventEffect:
@@ -121,7 +131,7 @@ def effect(series: ProbeSeries, event: Applied, next_at: float | None) -> EventE
     last_in_window = [r for r in runs if r[0] < window_end][-1]
     back_for_good = last_in_window[1]
     reconvergence = None if back_for_good is None else max(back_for_good - event.at, 0.0)
-    return EventEffect(outage, lost, reconvergence)
+    return EventEffect(outage, lost, reconvergence, outage_ended=back is not None)
 
 
 def throughput_series(
@@ -151,14 +161,15 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
     recovered = events[-1].at
     if series:
         worst_outage, total_lost, latest, slowest = 0.0, 0, 0.0, 0.0
-        all_back = True
+        all_back = outages_ended = True
         for ser in series:
             tag = f" {ser.name}" if len(series) > 1 else ""
             for i, event in enumerate(events):
                 nxt = events[i + 1].at if i + 1 < len(events) else None
                 eff = effect(ser, event, nxt)
                 stream = event.label + tag
-                out.append(Sample("outage", eff.outage, "s", stream=stream))
+                metric, value = eff.outage_sample
+                out.append(Sample(metric, value, "s", stream=stream))
                 out.append(Sample("packets_lost", eff.lost, "packets", stream=stream))
                 out.append(
                     Sample("recovered", 0 if eff.reconvergence is None else 1, "", stream=stream)
@@ -172,8 +183,9 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
             runs = _loss_runs(ser, first)
             time_down = sum((b if b is not None else ser.end) - a for a, b in runs)
             worst_outage = max(worst_outage, time_down)
+            outages_ended = outages_ended and all(b is not None for _a, b in runs)
             total_lost += sum(1 for t, ok in ser.probes if t >= first and not ok)
-        out.append(Sample("outage", worst_outage, "s"))
+        out.append(Sample("outage" if outages_ended else "outage_at_least", worst_outage, "s"))
         out.append(Sample("packets_lost", total_lost, "packets"))
         out.append(Sample("recovered", 1 if all_back else 0, ""))
         if all_back:

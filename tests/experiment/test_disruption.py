@@ -80,11 +80,26 @@ def test_a_restored_link_that_costs_nothing_does_not_count_as_slow() -> None:
     assert by_stream(out, "reconvergence")[None] == pytest.approx(0.05)
 
 
-def test_traffic_that_never_returns_has_no_reconvergence() -> None:
+def test_traffic_that_never_returns_has_no_reconvergence_and_only_a_bound_on_its_outage() -> None:
+    """The outage went on past the end of the run: what is known is that it lasted at least
+    the rest of the run, stored under its own name so no statistic averages it with outages
+    that ended."""
     out = derive([Applied("link a-b down @ 1s", 1.0)], probes([(1.0, 9.0)], end=4.0))
     assert by_stream(out, "recovered")[None] == 0
-    assert "reconvergence" not in {s.metric for s in out}
-    assert by_stream(out, "outage")[None] == pytest.approx(3.0)  # the rest of the run
+    metrics = {s.metric for s in out}
+    assert "reconvergence" not in metrics and "outage" not in metrics
+    assert by_stream(out, "outage_at_least")[None] == pytest.approx(3.0)  # the rest of the run
+    assert by_stream(out, "outage_at_least")["link a-b down @ 1s"] == pytest.approx(3.0)
+
+
+def test_an_outage_that_ended_is_measured_even_if_a_later_one_did_not() -> None:
+    """Back at 1.5 s, lost again from 2 s to the end: the event's first outage is a measured
+    0.5 s; the run's total time without delivery is only a bound."""
+    out = derive([Applied("node n5 stop @ 1s", 1.0)], probes([(1.0, 1.5), (2.0, 9.0)], end=3.0))
+    assert by_stream(out, "outage")["node n5 stop @ 1s"] == pytest.approx(0.5)
+    assert by_stream(out, "outage_at_least")[None] == pytest.approx(1.5)
+    assert None not in by_stream(out, "outage")
+    assert by_stream(out, "recovered")[None] == 0
 
 
 def test_throughput_before_during_and_after_the_recovery() -> None:
