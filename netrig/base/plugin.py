@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
+
+from netrig.base.options import Options
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
-class NoOptions(BaseModel):
+class NoOptions(Options):
     """The Options of a plugin that takes none."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Plugin(Generic[OptionsT]):

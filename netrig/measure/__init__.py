@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from ipaddress import ip_interface
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from netrig.base.options import Options
 from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
 from netrig.base.sample import MeasurementFailed, Sample
@@ -60,10 +61,9 @@ class Text:
 Result = list[Sample | Text]
 
 
-class MeasureOptions(BaseModel):
+class MeasureOptions(Options):
     """Options every measurement accepts; each plugin adds its own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(
         None,

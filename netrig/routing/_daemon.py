@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from netrig.base.options import Options
 from netrig.base.plugin import OptionsT
 from netrig.lab.daemons import Reachability, stop
 from netrig.routing import RoutingProtocol
@@ -15,10 +16,9 @@ if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
 
 
-class DaemonOptions(BaseModel):
+class DaemonOptions(Options):
     """Options every daemon-run protocol takes beside its own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     settle: float = Field(
         0.0,
         ge=0,

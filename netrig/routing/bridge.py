@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from netrig.base.options import Options
 from netrig.routing import RoutingProtocol, register
 
 
-class BridgeOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BridgeOptions(Options):
     stp: Literal["auto"] | bool = Field(
         "auto",
         description="spanning tree in every node's bridge; auto = on when the graph has a loop",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from netrig.base.options import Options
 from netrig.plan.model import LabPlan, RoutePlan
 from netrig.plan.routes_py import compute_routes
 from netrig.routing import RoutingProtocol, register
@@ -14,8 +15,7 @@ from netrig.routing import RoutingProtocol, register
 _POLICY = {"l3": "0", "l4": "1"}
 
 
-class EcmpOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class EcmpOptions(Options):
     hash: Literal["l3", "l4"] = Field(
         "l4", description="multipath hash: l3 (addresses only) or l4 (addresses and ports)"
     )

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from ipaddress import IPv4Network, ip_interface
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from netrig.base.options import Options
 from netrig.base.plugin import Plugin
 from netrig.base.registry import Registry
 from netrig.lab import daemons
@@ -43,10 +44,9 @@ READY_TIMEOUT = 10.0  # seconds a daemon may take to listen
 READY_POLL = 0.02
 
 
-class ServiceOptions(BaseModel):
+class ServiceOptions(Options):
     """Options every service accepts; each plugin adds its own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     port: int = Field(80, ge=1, le=65535, description="TCP port it serves on")
 
 

@@ -381,3 +381,19 @@ def test_a_varied_parameter_no_expression_uses_is_noted() -> None:
         used = text.replace('"n{1 + hops - 1}"}', '"n{hops}", name: "p-{colour}"}')
         assert len(load_experiment_text(used, "exp.yaml").points) == 4
     assert not [w for w in caught if w.category is Note]
+
+
+def test_a_measurement_refuses_yes_for_a_number_and_takes_it_for_a_switch() -> None:
+    """`duration: yes` was a one-second run: YAML's yes is true, and pydantic took it for 1."""
+    text = """\
+        name: e
+        topology: {kind: pair}
+        measure:
+          - iperf3: {client: n1, server: n2, duration: yes}
+        """
+    assert problems(text) == [
+        "exp.yaml:4:48: true is not a number (YAML reads yes, no, on and off as true and false)"
+    ]
+    switched = text.replace("duration: yes", "reverse: yes")
+    exp = load_experiment_text(textwrap.dedent(switched), "e.yaml")
+    assert exp.points[0].steps[0].options.reverse is True

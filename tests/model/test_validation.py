@@ -273,3 +273,29 @@ def test_one_address_on_both_ends_of_a_link_is_refused_at_the_link() -> None:
     assert found == [
         "lab.yaml:4:5: link a–b: both ends have address 203.0.113.1; each end needs its own"
     ]
+
+
+def test_yes_no_on_off_are_no_numbers() -> None:
+    """YAML reads them as booleans, and pydantic would take a boolean for 1 or 0."""
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: on}
+        """) == [
+        "lab.yaml:2:31: true is not a number (YAML reads yes, no, on and off as true and false)"
+    ]
+    assert problems("""\
+        name: r
+        nodes: [{name: a}, {name: b}]
+        links: [{a: a, b: b, mtu: no}]
+        """) == [
+        "lab.yaml:3:27: false is not a number (YAML reads yes, no, on and off as true and false)"
+    ]
+
+
+def test_a_yes_or_no_field_still_takes_yes_and_no() -> None:
+    from netrig.base.options import takes_number_not_truth
+
+    graph = load_text("name: r\ntopology: {kind: pair}\naddressing: {loopbacks: no}\n")
+    assert graph.spec.addressing.loopbacks is False
+    assert takes_number_not_truth(int | None) and takes_number_not_truth(float)
+    assert not takes_number_not_truth(int | bool) and not takes_number_not_truth(bool)

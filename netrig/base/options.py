@@ -1,0 +1,49 @@
+"""The base of every model a file's keys are read into: unknown keys refused, values frozen,
+and yes/no never taken for a number.
+
+YAML reads `yes`, `no`, `on`, `off`, `true` and `false` as booleans, and pydantic takes a
+boolean for an int or a float: `duration: yes` was a one-second run. A field that takes
+numbers but not booleans refuses them here, at the key's own line.
+"""
+
+from __future__ import annotations
+
+import types
+from functools import cache
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+
+class Options(BaseModel):
+    """Unknown keys are errors (a typo is not a silent default); a number is no yes/no."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_truth_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if value.__class__ is bool and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and takes_number_not_truth(field.annotation):
+                raise ValueError(
+                    f"{str(value).lower()} is not a number (YAML reads yes, no, on and off as "
+                    "true and false)"
+                )
+        return value
+
+
+@cache
+def takes_number_not_truth(annotation: Any) -> bool:
+    """Does a field of this type take an int or a float, and no bool?"""
+    if annotation is bool or annotation is Any:
+        return False
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return takes_number_not_truth(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        args = get_args(annotation)
+        if any(arg is bool or arg is Any for arg in args):
+            return False
+        return any(takes_number_not_truth(arg) for arg in args)
+    return annotation is int or annotation is float
