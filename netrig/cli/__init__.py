@@ -256,9 +256,15 @@ def main() -> None:
         sys.stderr.write("netrig: interrupted\n")  # and came out as another error
         sys.exit(130)
     except SystemExit as done:  # click ends every command so, success included
+        code = done.code
+        if _Interrupts.seen and code == 1:
+            # click's own "Aborted!" (exit 1): Ctrl-C came outside a command's handler,
+            # while click loaded or parsed it
+            sys.stderr.write("netrig: interrupted\n")
+            code = 130
         if _quick_exit_command(sys.argv[1:]):
-            _leave(done.code)
-        raise
+            _leave(code)
+        raise SystemExit(code) from None
 
 
 def _quick_exit_command(args: list[str]) -> bool:
