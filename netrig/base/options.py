@@ -9,7 +9,6 @@ numbers but not booleans refuses them here, at the key's own line.
 from __future__ import annotations
 
 import types
-from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -33,9 +32,9 @@ class Options(BaseModel):
         return value
 
 
-@cache
 def takes_number_not_truth(annotation: Any) -> bool:
-    """Does a field of this type take an int or a float, and no bool?"""
+    """Does a field of this type take an int or a float, and no bool? (Asked only when a
+    boolean came, so it is not cached: an annotation need not be hashable.)"""
     if annotation is bool or annotation is Any:
         return False
     origin = get_origin(annotation)
