@@ -430,41 +430,40 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
         if req.median and ok:
             t, low, mid, high = _across_runs(ok)
             ax.fill_between(
-                t,
-                low / scale.factor,
-                high / scale.factor,
+                *gapped(t, low / scale.factor),
+                gapped(t, high / scale.factor)[1],
                 color=colors[key],
                 alpha=0.2,
                 linewidth=0,
             )
             ax.plot(
-                t,
-                mid / scale.factor,
+                *gapped(t, mid / scale.factor),
                 color=colors[key],
                 label=f"{label} (median of {len(ok)})",
                 gid=f"series:{label}",
+                **_lone_marks(t),
             )
         elif not req.median:
             for n, s in enumerate(ok):
                 ax.plot(
-                    s.t,
-                    s.values / scale.factor,
+                    *gapped(s.t, s.values / scale.factor),
                     color=colors[key],
                     linewidth=1,
                     alpha=0.8,
                     label=label if n == 0 else "_nolegend_",
                     gid=f"series:{label}",
+                    **_lone_marks(s.t),
                 )
         for s in members:
             if s.run.status != "ok":  # what a failed run measured before it failed
                 ax.plot(
-                    s.t,
-                    s.values / scale.factor,
+                    *gapped(s.t, s.values / scale.factor),
                     color=FAILED_COLOR,
                     linestyle=":",
                     linewidth=1,
                     label="_nolegend_",
                     gid=FAILED_GID,
+                    **_lone_marks(s.t),
                 )
     failed_points = [
         g
@@ -482,6 +481,40 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
     if failed_runs:
         note += f"; dotted red: {failed_runs} failed run(s)"
     return note
+
+
+GAP = 1.5  # intervals: a wider step between samples is a gap (lost probes), not a slope
+
+
+def gapped(t: Sequence[float], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The series with a NaN wherever samples are missing (a step over GAP times the usual
+    one: ping's lost probes have no rtt), so the line breaks there instead of drawing a
+    slope across an outage."""
+    t = np.asarray(t, float)
+    values = np.asarray(values, float)
+    steps = np.diff(t)
+    if len(steps) < 2:
+        return t, values
+    usual = float(np.median(steps[steps > 0])) if (steps > 0).any() else 0.0
+    at = np.nonzero(steps > GAP * usual)[0] + 1 if usual else np.array([], int)
+    if not len(at):
+        return t, values
+    mids = (t[at - 1] + t[at]) / 2
+    return np.insert(t, at, mids), np.insert(values, at, np.nan)
+
+
+def _lone_marks(t: Sequence[float]) -> dict[str, Any]:
+    """A marker on every sample of a series too short or too broken up for a line to show
+    (one sample per run draws nothing as a line)."""
+    _, values = gapped(t, np.ones(len(t)))
+    lone = [
+        i
+        for i, v in enumerate(values)
+        if not np.isnan(v)
+        and (i == 0 or np.isnan(values[i - 1]))
+        and (i == len(values) - 1 or np.isnan(values[i + 1]))
+    ]
+    return {"marker": ".", "markevery": lone} if lone else {}
 
 
 def _event_lines(ax: Any, data: StoredExperiment, req: PlotRequest) -> None:

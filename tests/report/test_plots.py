@@ -288,3 +288,25 @@ def test_median_of_runs_whose_intervals_start_a_few_ms_apart(tmp_path: Path) -> 
     (line,) = [x for x in ax.lines if (x.get_gid() or "").startswith("series:")]
     assert len(line.get_xdata()) == 20
     assert set(np.round(line.get_ydata(), 6)) == {2.0}  # the middle run, in Gbit/s
+
+
+def test_timeseries_breaks_its_line_where_probes_were_lost(tmp_path: Path) -> None:
+    """ping has no rtt for a lost probe: the line stops at the outage and starts again after
+    it, rather than drawing a slope across it; a run of one sample still shows, as a dot."""
+    path = tmp_path / "gap.db"
+    with ResultStore(path) as store:
+        eid = store.begin_experiment("gap", "name: gap\n", {})
+        times = [i * 0.01 for i in range(100) if not 30 <= i < 70]  # 0.3–0.7 s lost
+        store.record_run(eid, {}, 0, "ok", {"ping": [Sample("rtt", 0.1, "ms", t) for t in times]})
+        store.record_run(eid, {}, 1, "ok", {"ping": [Sample("rtt", 0.2, "ms", 0.5)]})
+        store.finish_experiment(eid, "ok")
+        data = load(store, "gap")
+    ax = figure(data, PlotRequest(kind="timeseries", y="rtt")).axes[0]
+    broken, lone = [x for x in ax.lines if (x.get_gid() or "").startswith("series:")]
+    y = np.asarray(broken.get_ydata(), float)
+    assert np.isnan(y).sum() == 1 and len(y) == len(times) + 1
+    x = np.asarray(broken.get_xdata(), float)
+    (gap,) = np.nonzero(np.isnan(y))[0]
+    assert x[gap - 1] == pytest.approx(0.29) and x[gap + 1] == pytest.approx(0.70)
+    assert broken.get_marker() in ("None", None, "")  # a line: no dots
+    assert lone.get_marker() == "." and list(lone.get_xdata()) == [0.5]
