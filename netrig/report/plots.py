@@ -25,6 +25,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from numpy.typing import ArrayLike
 
 from netrig.base.scale import axis_label, display_scale
 from netrig.stats.stored import (
@@ -486,7 +487,7 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
 GAP = 1.5  # intervals: a wider step between samples is a gap (lost probes), not a slope
 
 
-def gapped(t: Sequence[float], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def gapped(t: ArrayLike, values: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The series with a NaN wherever samples are missing (a step over GAP times the usual
     one: ping's lost probes have no rtt), so the line breaks there instead of drawing a
     slope across an outage."""
@@ -503,10 +504,10 @@ def gapped(t: Sequence[float], values: Sequence[float]) -> tuple[np.ndarray, np.
     return np.insert(t, at, mids), np.insert(values, at, np.nan)
 
 
-def _lone_marks(t: Sequence[float]) -> dict[str, Any]:
+def _lone_marks(t: ArrayLike) -> dict[str, Any]:
     """A marker on every sample of a series too short or too broken up for a line to show
     (one sample per run draws nothing as a line)."""
-    _, values = gapped(t, np.ones(len(t)))
+    _, values = gapped(t, np.ones(np.shape(t)))
     lone = [
         i
         for i, v in enumerate(values)
