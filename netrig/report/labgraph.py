@@ -41,8 +41,34 @@ def role(plan: LabPlan, node: NodePlan) -> str:
     return "router" if daemons or len(node.ifaces) > 1 else "host"
 
 
+def layout_engine(plan: LabPlan) -> str:
+    """graphviz's `circo` for a ring (every node on two links, all in one cycle): `dot`
+    lays a cycle out in ranks, a ring of 16 as one tall column with a long edge back. `dot`
+    for anything else (chains, trees, fabrics in tiers) and wherever machines are framed
+    (circo draws no frames)."""
+    nodes = plan.nodes
+    if len(nodes) < 3 or len(plan.links) != len(nodes):
+        return "dot"
+    if any(getattr(node, "host", None) is not None for node in nodes.values()):
+        return "dot"
+    ends: dict[str, list[str]] = {name: [] for name in nodes}
+    for link in plan.links:
+        ends[link.a].append(link.b)
+        ends[link.b].append(link.a)
+    if any(len(peers) != 2 for peers in ends.values()):
+        return "dot"
+    first = next(iter(nodes))
+    seen, todo = {first}, [first]
+    while todo:  # one cycle, not several rings side by side
+        for peer in ends[todo.pop()]:
+            if peer not in seen:
+                seen.add(peer)
+                todo.append(peer)
+    return "circo" if len(seen) == len(nodes) else "dot"
+
+
 def lab_graph(plan: LabPlan) -> graphviz.Graph:
-    graph = graphviz.Graph(plan.name, engine="dot")
+    graph = graphviz.Graph(plan.name, engine=layout_engine(plan))
     graph.attr(label=f"lab {plan.name} ({plan.protocol})", labelloc="t", fontname="Helvetica")
     graph.attr("node", fontname="Helvetica", fontsize="11")
     graph.attr("edge", fontname="Helvetica", fontsize="9", labelfontsize="8")

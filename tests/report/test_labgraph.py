@@ -132,3 +132,18 @@ def test_the_reports_picture_from_the_stored_file_text() -> None:
     relative = "lab: elsewhere.clab.yml\nmeasure:\n  - ping: {src: a, dst: b}\n"
     svg, why = labgraph.experiment_svg(relative)
     assert svg is None and "could not be planned again" in why
+
+
+def test_a_ring_is_drawn_as_a_circle_and_other_shapes_in_tiers() -> None:
+    """dot ranks a cycle: a ring of 16 came out as one tall column with an edge back."""
+    from netrig.rig.prepare import load_text
+
+    def engine(text: str) -> str:
+        return labgraph.layout_engine(build_plan(load_text(text)))
+
+    assert labgraph.lab_graph(plan_of("ring16.yaml")).engine == "circo"
+    assert engine("name: c\ntopology: {kind: chain, nodes: 5}\n") == "dot"
+    assert engine("name: g\ntopology: {kind: grid, rows: 3, cols: 3}\n") == "dot"
+    two_rings = "".join(f"  - {{a: {a}, b: {b}}}\n" for a, b in ["ab", "bc", "ca", "de", "ef", "fd"])
+    nodes = "".join(f"  - {{name: {n}}}\n" for n in "abcdef")
+    assert engine(f"name: t\nnodes:\n{nodes}links:\n{two_rings}") == "dot"
