@@ -6,7 +6,8 @@
     - ping: {src: n1, dst: n9, count: 1000, interval: 10ms, per_probe: true}
 
 `per_probe: true` (fping) also stores every probe: `rtt` [ms] for an answered one and `lost`
-[packets] for one that was not, each with t = its send time (probe number × interval). That is
+[packets] for one that was not, each with t = its send time (from fping's stamp of its reply
+less its RTT; a lost probe's spread between the answered ones around it). That is
 the loss series from which a run with `events:` derives outage and reconvergence.
 
 Pairs are measured at the same time: one `ping` per pair, or one `fping` per source node
@@ -19,7 +20,6 @@ RTT of a dead path does not exist and must not be stored as 0.
 from __future__ import annotations
 
 import re
-import statistics
 import subprocess
 import time
 from collections import defaultdict
@@ -255,16 +255,18 @@ def _fping(
             result = parse_fping(stdout, stderr)
             samples = list(result.samples)
             if o.per_probe:
-                sent = _send_times(stdout, o.interval)
+                sent = _send_times(stdout)
                 for t in result.targets:
-                    t0 = sent.get(t.target, began) - began
-                    samples += _per_probe(t.target, t.rtts, o, t0)
+                    times = probe_times(sent.get(t.target, {}), len(t.rtts), o.interval, began)
+                    samples += _per_probe(t.target, t.rtts, [x - began for x in times])
         except MeasurementFailed as exc:
             samples = list(exc.samples)
             if o.per_probe:  # nothing answered: every probe sent was lost
                 for s in exc.samples:
                     if s.metric == "sent" and s.stream:
-                        samples += _per_probe(s.stream, (None,) * int(s.value), o, 0.0)
+                        count = int(s.value)
+                        times = [i * o.interval for i in range(count)]
+                        samples += _per_probe(s.stream, (None,) * count, times)
         for addr, dst in addrs.items():
             mine = [s for s in samples if s.stream == addr]
             answered = any(s.metric == "received" and s.value > 0 for s in mine)
@@ -274,32 +276,57 @@ def _fping(
 
 
 def _per_probe(
-    target: str, rtts: tuple[float | None, ...], o: PingOptions, t0: float = 0.0
+    target: str, rtts: tuple[float | None, ...], times: list[float]
 ) -> list[Sample]:
-    """One sample per probe at its send time (t0 + number × interval): its RTT, or a loss
-    (never an RTT of 0)."""
+    """One sample per probe at its send time: its RTT, or a loss (never an RTT of 0)."""
     return [
-        Sample("rtt", rtt, "ms", t0 + i * o.interval, target)
+        Sample("rtt", rtt, "ms", t, target)
         if rtt is not None
-        else Sample("lost", 1, "packets", t0 + i * o.interval, target)
-        for i, rtt in enumerate(rtts)
+        else Sample("lost", 1, "packets", t, target)
+        for rtt, t in zip(rtts, times, strict=True)
     ]
 
 
 _STAMPED = re.compile(r"^\[(\d+\.\d+)\] (\S+) : \[(\d+)\], \d+ bytes, (\d+(?:\.\d+)?) ms")
 
 
-def _send_times(stdout: str, interval: float) -> dict[str, float]:
-    """Per target, the wall-clock time its probe 0 was sent, from fping -D's stamped replies
-    (reply time − RTT − number × interval; the median over replies). fping starts a few ms
-    to tens of ms after it is spawned, which would otherwise shift every probe by as much."""
-    starts: dict[str, list[float]] = defaultdict(list)
+def _send_times(stdout: str) -> dict[str, dict[int, float]]:
+    """Per target, the wall-clock send time of every answered probe, by number, from fping
+    -D's stamped replies (reply time − RTT)."""
+    sent: dict[str, dict[int, float]] = defaultdict(dict)
     for line in stdout.splitlines():
         m = _STAMPED.match(line)
         if m:
             stamp, target, seq, rtt = float(m[1]), m[2], int(m[3]), float(m[4])
-            starts[target].append(stamp - rtt / 1000 - seq * interval)
-    return {target: statistics.median(values) for target, values in starts.items()}
+            sent[target][seq] = stamp - rtt / 1000
+    return sent
+
+
+def probe_times(known: dict[int, float], count: int, interval: float, began: float) -> list[float]:
+    """The send time of each of `count` probes: as stamped for an answered one; for a lost
+    one, between the answered probes around it, spread evenly by number; before the first
+    or after the last answered one, `interval` apart from it. fping does not keep its period
+    exactly (probe 100 of a 10 ms series went out at +1034 ms), so number × interval from one
+    start drifts by tens of ms within seconds, and outages with it. Nothing answered: from
+    `began`, number × interval."""
+    if not known:
+        return [began + i * interval for i in range(count)]
+    seqs = sorted(k for k in known if 0 <= k < count)
+    times = []
+    after = 0  # index into seqs of the first answered probe at or after i
+    for i in range(count):
+        while after < len(seqs) and seqs[after] < i:
+            after += 1
+        if after < len(seqs) and seqs[after] == i:
+            times.append(known[i])
+        elif after == 0:
+            times.append(known[seqs[0]] - (seqs[0] - i) * interval)
+        elif after == len(seqs):
+            times.append(known[seqs[-1]] + (i - seqs[-1]) * interval)
+        else:
+            lo, hi = seqs[after - 1], seqs[after]
+            times.append(known[lo] + (known[hi] - known[lo]) * (i - lo) / (hi - lo))
+    return times
 
 
 def _combine(

@@ -101,7 +101,10 @@ def test_babel_reroutes_a_cut_ring_link_with_a_bounded_outage(
     # loss, ~4-5 s when it waits out the lost neighbour's hellos (4.1 and 4.96 s seen in CI
     # on 26 Nov); 0 is a measured value too. Never rerouting would lose the remaining 9 s.
     assert 0 <= whole["outage"] < 6.5, whole
-    assert whole["packets_lost"] == round(whole["outage"] / 0.01), whole
+    # the outage spans the lost probes at fping's own pace: 10 ms apart, or a little more
+    # (it kept ~10.1 ms here; the probes are placed by its stamps, not by number × 10 ms)
+    lost = whole["packets_lost"]
+    assert lost * 0.010 - 1e-3 <= whole["outage"] <= lost * 0.011 + 0.011, whole
     assert namespaces_of(lab_name) == []
 
 
