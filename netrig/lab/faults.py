@@ -21,7 +21,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
@@ -98,7 +98,12 @@ def save_routes(lab: Lab, node: str, ifname: str, index: int) -> None:
         return kept
 
     routes = netns.in_netns(lab.ns(node), work)
-    with open(routes_file(lab, node, ifname), "w") as fh:
+    path = routes_file(lab, node, ifname)
+    # a second `down` before the `up` finds the routes gone with the first: it adds to what
+    # the first kept rather than leaving `up` nothing to put back (batmand never did)
+    with suppress(FileNotFoundError), open(path) as fh:
+        routes = list(dict.fromkeys([*json.load(fh), *routes]))
+    with open(path, "w") as fh:
         json.dump(routes, fh)
 
 
@@ -241,7 +246,8 @@ def apply(lab: Lab, event: Event) -> None:
 @dataclass
 class Timeline:
     """Applies events at their times in a background thread; `log` records (planned time,
-    actual time, event, error or None), times in seconds from `start()`. `undo()` puts the
+    actual time: when applying it began, event, error or None), times in seconds from
+    `start()`. `undo()` puts the
     lab back as it was: links up, stopped daemons started, rates as the plan has them.
 
     The thread uses its own Lab object on the same plan: the ledger's SQLite connection
@@ -275,11 +281,16 @@ class Timeline:
                 if delay > 0 and self._stop.wait(delay):
                     return
                 error = None
+                # when the event began: a node's stop waits for its daemons to exit and a
+                # link's up for the carrier, but traffic is hit from the first signal or
+                # netlink request on (stamped after them, a stop's first lost probes fell
+                # before its event)
+                began = time.monotonic() - self.started_at
                 try:
                     apply(lab, event)
                 except Exception as exc:  # recorded, not raised: the measurement goes on
                     error = str(exc)
-                self.log.append((event.at, time.monotonic() - self.started_at, event, error))
+                self.log.append((event.at, began, event, error))
         finally:
             ledger.close()
 

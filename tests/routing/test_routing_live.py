@@ -458,9 +458,11 @@ def test_babel_example_runs_with_netrig_run(tmp_path: Path, lab_name: str) -> No
 
 
 @requires_tool("batmand")
-def test_a_short_flap_leaves_batmand_its_routes(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("downs", [1, 2])
+def test_a_short_flap_leaves_batmand_its_routes(daemon_lab, downs: int) -> None:  # type: ignore[no-untyped-def]
     """The kernel drops the routes through a link taken down; batmand reinstalls a route
-    only when it changes its choice, so netrig puts back what it had at `down` on `up`."""
+    only when it changes its choice, so netrig puts back what it had at `down` on `up`,
+    also after a second `down` (which found nothing left to keep: the mesh stayed broken)."""
     lab = daemon_lab({"topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": "batman"}})
 
     def routes(node: str) -> set[str]:
@@ -473,7 +475,8 @@ def test_a_short_flap_leaves_batmand_its_routes(daemon_lab) -> None:  # type: ig
 
     before = routes("n2")
     assert any("dev eth1" in r for r in before)  # n2's routes out of its link to n3
-    faults.set_link(lab, "n2", "n3", up=False)
+    for _ in range(downs):
+        faults.set_link(lab, "n2", "n3", up=False)
     assert not any("dev eth1" in r for r in routes("n2"))  # the kernel dropped them
     faults.set_link(lab, "n2", "n3", up=True)
     after = routes("n2")
