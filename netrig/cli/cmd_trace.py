@@ -12,10 +12,12 @@ from netrig.cli.common import (
     complete_lab,
     complete_node,
     console,
+    counted,
     fail,
     reports_errors,
     require_root,
 )
+from netrig.lab.daemons import stopped_switches
 from netrig.lab.trace import IPPROTO, Tracer, count_paths
 from netrig.rig import Lab
 
@@ -58,17 +60,19 @@ def trace(
     dst_addr = plan.addr(dst, 6 if ipv6 else 4) if dst in plan.nodes else dst
     if ":" not in dst_addr and not dst_addr.replace(".", "").isdigit():
         fail(f"{dst!r} is neither a node of lab {lab!r} nor an address", EXIT_BAD_INPUT)
+    stopped = stopped_switches(running)
     if flows is None:
-        with Tracer(plan) as tracer:
+        with Tracer(plan, stopped) as tracer:
             path = tracer.trace(src, dst_addr, proto, sport, dport)
         console.print(
-            f"{src} → {dst} ({dst_addr}), {proto} {sport}→{dport}: {len(path.hops) - 1} hops"
+            f"{src} → {dst} ({dst_addr}), {proto} {sport}→{dport}: "
+            f"{counted(len(path.hops) - 1, 'hop')}"
         )
         console.print(str(path))
         if not path.reached:
             raise SystemExit(EXIT_FAILURE)
         return
-    counts = count_paths(plan, src, dst_addr, flows, proto, dport)
+    counts = count_paths(plan, src, dst_addr, flows, proto, dport, stopped=stopped)
     table = Table(title=f"{flows} {proto} flows {src} → {dst} ({dst_addr})", title_justify="left")
     table.add_column("flows", justify="right")
     table.add_column("share", justify="right")
@@ -107,7 +111,7 @@ def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sp
             raise SystemExit(EXIT_FAILURE)
         return
     hops, reached, error = labs.trace(lab, src, dst_addr, address, proto, sport, dport)
-    console.print(f"{src} → {shown_dst}, {proto} {sport}→{dport}: {len(hops) - 1} hops")
+    console.print(f"{src} → {shown_dst}, {proto} {sport}→{dport}: {counted(len(hops) - 1, 'hop')}")
     console.print(_hops_text(hops, reached, error), soft_wrap=True)
     if not reached:
         raise SystemExit(EXIT_FAILURE)

@@ -127,6 +127,18 @@ def running(lab: Lab, node: str) -> dict[str, int]:
     }
 
 
+def stopped_switches(lab: Lab) -> frozenset[str]:
+    """Switch nodes that forward in their daemons (Open vSwitch's userspace datapath) of
+    which one recorded is not running: such a switch forwards nothing, its links up."""
+    return frozenset(
+        node.name
+        for node in lab.plan.nodes.values()
+        if node.kind == "switch"
+        and (known := recorded(lab, node.name))
+        and set(known) - set(running(lab, node.name))
+    )
+
+
 def stop(
     lab: Lab, node: str | None = None, reason: str = "stopped", names: set[str] | None = None
 ) -> list[str]:

@@ -45,10 +45,16 @@ class Path:
 
 
 class Tracer:
-    """Holds one rtnetlink socket per visited node (opened inside it) for many lookups."""
+    """Holds one rtnetlink socket per visited node (opened inside it) for many lookups.
 
-    def __init__(self, plan: LabPlan) -> None:
+    A hop across a switch node is also checked at layer 2, which no FIB shows: both ends of
+    the two links between the hop's nodes and the switch must be running, and the switch
+    not among `stopped` (an Open vSwitch node whose daemons are not running forwards
+    nothing, though its links stay up)."""
+
+    def __init__(self, plan: LabPlan, stopped: frozenset[str] = frozenset()) -> None:
         self.plan = plan
+        self.stopped = stopped
         self.sockets: dict[str, nlwire.RtnlSocket] = {}
         self.owner: dict[str, tuple[str, int]] = {}  # address → (node, ifindex)
         self.ifname: dict[tuple[str, int], str] = {}
@@ -146,6 +152,9 @@ class Tracer:
                 nxt = self._next_node(node, oif, nexthop)
                 if nxt is None:
                     return Path(tuple(hops), False, f"next hop {nexthop} is outside the lab")
+                broken = self._switched_segment_problem(node, oif, *nxt)
+                if broken:
+                    return Path(tuple(hops), False, broken)
                 node, iif = nxt
             return Path(tuple(hops), False, f"more than {MAX_HOPS} hops (a loop?)")
         except OSError as exc:
@@ -164,6 +173,33 @@ class Tracer:
         if ip_address(nexthop).is_link_local:  # e.g. BGP unnumbered on a shared segment
             return self._link_local_owner(node, oif, nexthop)
         return None
+
+    def _switched_segment_problem(self, node: str, oif: int, nxt: str, iif: int) -> str | None:
+        """Why a frame from node's `oif` to nxt's `iif` through a switch node would not get
+        there (a link of the switch down, the switch stopped), or None. Hops between
+        routers on a direct link need no such check: a link down takes its routes along."""
+        ends = []
+        for owner, index in ((node, oif), (nxt, iif)):
+            iface = next((i for i in self.plan.node(owner).ifaces if i.index == index), None)
+            if iface is None or self.plan.node(iface.peer).kind != "switch":
+                return None  # not a switch port at both ends: the FIB said it all
+            ends.append((owner, iface))
+        switches = {iface.peer for _owner, iface in ends}
+        stopped = sorted(switches & self.stopped)
+        if stopped:
+            return f"switch {stopped[0]} is stopped: it forwards nothing"
+        for owner, iface in ends:
+            peer = self.plan.node(iface.peer)
+            for name, index in ((owner, iface.index), (peer.name, peer.iface(iface.peer_iface).index)):
+                if not self._running(name, index):
+                    return f"{name}:{self.ifname.get((name, index), index)} is down"
+        return None
+
+    def _running(self, node: str, index: int) -> bool:
+        """Is this interface of node up and running (its carrier on)?"""
+        from netrig.lab.fibcheck import running
+
+        return index in running(self._sock(node), [index])
 
     def _link_local_owner(self, node: str, oif: int, addr: str) -> tuple[str, int] | None:
         """Which other router on the segment behind node's `oif` has this link-local
@@ -207,10 +243,12 @@ def count_paths(
     proto: str = "tcp",
     dport: int = 5201,
     first_sport: int = 32768,
+    stopped: frozenset[str] = frozenset(),
 ) -> Counter[Path]:
-    """How many of `flows` flows (distinct source ports) take each path."""
+    """How many of `flows` flows (distinct source ports) take each path (`stopped`: see
+    Tracer)."""
     counts: Counter[Path] = Counter()
-    with Tracer(plan) as tracer:
+    with Tracer(plan, stopped) as tracer:
         for i in range(flows):
             counts[tracer.trace(src, dst_addr, proto, first_sport + i, dport)] += 1
     return counts

@@ -279,7 +279,7 @@ def test_link_down_and_up_across_hosts_and_within_one(cluster: str, tmp_path: Pa
                               "-W2", plan.addr(b))
             assert ping.returncode == 0, ping.stdout + ping.stderr
             trace = netrig_cli("trace", name, a, b, "--cluster", cluster)
-            assert trace.returncode == 0 and ": 1 hops" in trace.stdout, trace.stdout
+            assert trace.returncode == 0 and ": 1 hop\n" in trace.stdout, trace.stdout
         wrong = netrig_cli("link", name, cut.a, "n99", "down", "--cluster", cluster)
         assert wrong.returncode == 2 and "no link" in wrong.stderr
         count = netrig_cli("trace", name, "n1", "n5", "--count", "4", "--cluster", cluster)

@@ -32,3 +32,23 @@ def test_a_link_local_next_hop_on_a_shared_segment_is_followed(make_lab) -> None
             assert path.reached, (proto, path)
             assert path.nodes() == ["n1", "n3"]
     assert gateway.startswith("fe80:")
+
+
+@requires_root
+def test_a_hop_through_a_switch_whose_link_is_down_is_not_reached(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """The FIBs of n2 and n3 still route to each other over the switch; only the switch's
+    link to n3 is down. The trace said `n2 (eth0) → n3` while ping lost everything."""
+    from netrig.lab import faults
+
+    lab = make_lab({"topology": {"kind": "star", "leaves": 3},
+                    "nodes": [{"name": "n1", "kind": "switch"}]})  # fmt: skip
+    target = lab.addr("n3")
+    with Tracer(lab.plan) as tracer:
+        assert tracer.trace("n2", target).nodes() == ["n2", "n3"]
+    faults.set_link(lab, "n1", "n3", up=False)
+    with Tracer(lab.plan) as tracer:
+        path = tracer.trace("n2", target)
+    assert not path.reached and path.error == "n3:eth0 is down", path
+    assert lab.exec("n2", ["ping", "-c1", "-W1", target]).returncode != 0  # what it says
+    with Tracer(lab.plan, stopped=frozenset({"n1"})) as tracer:  # an OVS switch stopped
+        assert tracer.trace("n2", lab.addr("n4")).error == "switch n1 is stopped: it forwards nothing"

@@ -207,6 +207,8 @@ def test_cli_up_logs_down(tmp_path: os.PathLike[str]) -> None:
         stop = netrig_cli("node", name, "n1", "stop")
         assert stop.returncode == 0 and "n1/ovs-vswitchd" in stop.stdout, stop.stderr
         assert netrig_cli(*ping).returncode != 0
+        trace = netrig_cli("trace", name, "n2", "n3")  # routes are there; the switch is not
+        assert trace.returncode == 1 and "switch n1 is stopped" in trace.stdout, trace.stdout
         start = netrig_cli("node", name, "n1", "start")
         assert start.returncode == 0 and "n1/ovs-vswitchd" in start.stdout, start.stderr
         deadline = time.monotonic() + 10
