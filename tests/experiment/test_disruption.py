@@ -140,3 +140,15 @@ def test_the_summary_shows_what_the_events_did_not_when_they_happened() -> None:
     shown = headline_metrics("events")
     assert shown is not None and "outage" in shown and "throughput_after" in shown
     assert "event_at" not in shown and "recovered" not in shown
+
+
+def test_without_probes_a_dip_after_the_recovery_is_not_the_disruption() -> None:
+    """iperf3 alone, noisy: the first interval back at half of `before` or more ends the
+    disruption; the 4 after it is noise of the recovered flow, not more of the cut."""
+    series = flow([10, 10, 10, 10, 1, 2, 9, 4, 9, 9])
+    out = derive([Applied("link a-b rate 10000000 @ 2s", 2.0)], series)
+    assert by_stream(out, "throughput_during")[None] == pytest.approx(1.5)
+    assert by_stream(out, "throughput_after")[None] == pytest.approx(7.75)
+    never = derive([Applied("link a-b down @ 2s", 2.0)], flow([10, 10, 10, 10, 1, 2, 3]))
+    assert by_stream(never, "throughput_during")[None] == pytest.approx(2.0)
+    assert "throughput_after" not in {s.metric for s in never}  # never back: no `after`
