@@ -25,6 +25,10 @@ def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
     )
 
 
+def _linked(plan: LabPlan, a: str, b: str) -> bool:
+    return any({link.a, link.b} == {a, b} for link in plan.links)
+
+
 _EVENT = re.compile(
     r"^\s*(?:(?P<link>link)\s+(?P<a>[\w.]+(?:-[\w.]+)*?)-(?P<b>[\w.]+(?:-[\w.]+)*)\s+"
     r"(?P<what>down|up|rate\s+(?P<rate>\d+(?:\.\d+)?\s*[a-zA-Z]*)|rate\s+off)"
@@ -92,11 +96,21 @@ def check_events(plan: LabPlan, events: list[Event]) -> list[Event]:
         if event.kind.startswith("link"):
             joined = "-".join(event.target)
             parts = joined.split("-")
-            for cut in range(1, len(parts)):
-                a, b = "-".join(parts[:cut]), "-".join(parts[cut:])
-                if a in plan.nodes and b in plan.nodes:
-                    event = replace(event, target=(a, b))
-                    break
+            ends = [
+                (a, b)
+                for cut in range(1, len(parts))
+                for a, b in [("-".join(parts[:cut]), "-".join(parts[cut:]))]
+                if a in plan.nodes and b in plan.nodes
+            ]
+            linked = [(a, b) for a, b in ends if _linked(plan, a, b)]
+            if len(linked) > 1:
+                both = " and ".join(f"{a}–{b}" for a, b in linked)
+                raise UnknownName(
+                    f"link {joined} may be {both}, both links of lab {plan.name!r}: "
+                    "rename a node so that its name holds no '-'"
+                )
+            if linked or ends:
+                event = replace(event, target=(linked or ends)[0])
             find_link(plan, *event.target)
         else:
             plan.node(event.target[0])

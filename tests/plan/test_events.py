@@ -120,3 +120,23 @@ def test_during_events_series_get_finer_where_the_file_left_the_defaults() -> No
     )
     assert calm.points[0].steps[0].options.interval == 1.0  # type: ignore[attr-defined]
     assert not calm.points[0].steps[2].options.per_probe  # type: ignore[attr-defined]
+
+
+HYPHENS = """\
+    name: hy
+    nodes: [{name: a}, {name: a-b}, {name: b-c}, {name: c}]
+    links: [{a: a-b, b: c}, {a: a, b: d-e}]
+    measure:
+      - ping: {src: a, dst: c}
+    events: ["link a-b-c down @ 1s"]
+    """
+
+
+def test_a_link_between_hyphenated_names_is_the_split_that_is_a_link() -> None:
+    """`a-b-c` is a–b-c or a-b–c: the one that is a link, not the first split of nodes."""
+    text = HYPHENS.replace("d-e", "x").replace("nodes: [", "nodes: [{name: x}, ")
+    exp = load_experiment_text(textwrap.dedent(text), "hy.yaml")
+    assert exp.points[0].events[0].target == ("a-b", "c")
+    both = HYPHENS.replace("{a: a, b: d-e}", "{a: a, b: b-c}")
+    (found,) = problems(both)
+    assert "may be a–b-c and a-b–c, both links" in found and "rename a node" in found
