@@ -81,8 +81,22 @@ def trace(
     for path, n in counts.most_common():
         table.add_row(str(n), f"{100 * n / flows:.1f}%", str(len(path.hops) - 1), str(path))
     console.print(table)
+    if ":" in dst_addr and _hashes_v6_flow_label(plan.sysctls):
+        console.print(
+            "[yellow]note: these IPv6 flows differ only in their ports; where a multipath "
+            "route is on the way, this lab's hash (l3) picks by each flow's label, which a "
+            "socket sets at random, so real flows spread otherwise (hash: l4 follows the "
+            "ports)[/]",
+            soft_wrap=True,
+        )
     if any(not p.reached for p in counts):
         raise SystemExit(EXIT_FAILURE)
+
+
+def _hashes_v6_flow_label(sysctls: dict[str, str]) -> bool:
+    """Policy 0 (L3, the kernel's default) hashes an IPv6 packet's flow label with its
+    addresses; a trace's route lookups carry no label."""
+    return sysctls.get("net.ipv6.fib_multipath_hash_policy", "0") == "0"
 
 
 def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sport: int,

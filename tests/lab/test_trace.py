@@ -52,3 +52,19 @@ def test_a_hop_through_a_switch_whose_link_is_down_is_not_reached(make_lab) -> N
     assert lab.exec("n2", ["ping", "-c1", "-W1", target]).returncode != 0  # what it says
     with Tracer(lab.plan, stopped=frozenset({"n1"})) as tracer:  # an OVS switch stopped
         assert tracer.trace("n2", lab.addr("n4")).error == "switch n1 is stopped: it forwards nothing"
+
+
+@requires_root
+def test_counting_ipv6_flows_under_an_l3_hash_says_what_it_cannot_see(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """Under the l3 policy the kernel hashes an IPv6 flow's label, which sockets set at
+    random and route lookups do not carry: the counts cannot show how real flows spread."""
+    from tests.conftest import netrig_cli
+
+    for policy, says in (("l3", True), ("l4", False)):
+        lab = make_lab({"topology": {"kind": "ring", "nodes": 4},
+                        "routing": {"protocol": "ecmp", "hash": policy}})  # fmt: skip
+        done = netrig_cli("trace", lab.name, "n1", "n3", "-6", "--count", "4")
+        assert done.returncode == 0, done.stderr
+        assert ("picks by each flow's label" in done.stdout) is says, (policy, done.stdout)
+        v4 = netrig_cli("trace", lab.name, "n1", "n3", "--count", "4")
+        assert "label" not in v4.stdout
