@@ -68,3 +68,16 @@ def test_counting_ipv6_flows_under_an_l3_hash_says_what_it_cannot_see(make_lab) 
         assert ("picks by each flow's label" in done.stdout) is says, (policy, done.stdout)
         v4 = netrig_cli("trace", lab.name, "n1", "n3", "--count", "4")
         assert "label" not in v4.stdout
+
+
+@requires_root
+def test_a_routing_loop_is_named_as_soon_as_a_lookup_repeats(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """Not after 64 hops as a wall of `n2 → n3 → n2 …`."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 4}, "routing": {"protocol": "static"}})
+    n2_toward_n3 = next(i for i in lab.plan.nodes["n2"].ifaces if i.peer == "n3")
+    back_to_n2 = n2_toward_n3.addrs[0].split("/")[0]
+    lab.exec("n3", ["ip", "route", "replace", f"{lab.addr('n4')}/32", "via", back_to_n2], check=True)
+    with Tracer(lab.plan) as tracer:
+        path = tracer.trace("n1", lab.addr("n4"))
+    assert not path.reached and path.error == "a routing loop: n3 → n2 → n3", path
+    assert path.nodes() == ["n1", "n2", "n3", "n2", "n3"]
