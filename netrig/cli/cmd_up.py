@@ -131,13 +131,19 @@ def up(
         wall = time.perf_counter() - started
         if not quiet:
             console.print(node_table(lab.plan))
+        plan = lab.plan
         details = [f"build {timings.total:.3f} s"]
+        if "converged" in timings.extra:  # the daemons' routes: the check waits for them first
+            details.append(f"{plan.protocol} converged in {timings.extra['converged']:.2f} s")
         if result := lab.check_result:
             details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
-        plan = lab.plan
+        # a routing daemon installs its own routes: netrig counts only those it installed
+        routes = f"routes by {plan.protocol}" if plan.routing_daemons and not timings.routes else (
+            f"{timings.routes} routes"
+        )
         click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
             f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
-            f"{len(plan.nodes)} nodes, {len(plan.links)} links, {timings.routes} routes "
+            f"{len(plan.nodes)} nodes, {len(plan.links)} links, {routes} "
             f"({'; '.join(details)})"
         )
 

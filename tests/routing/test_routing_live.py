@@ -511,3 +511,23 @@ finally:
     assert done.returncode == 0, done.stderr
     late, error = done.stdout.split()
     assert error == "None" and float(late) < 0.1, done.stdout
+
+
+@requires_tool("babeld")
+def test_up_of_a_daemon_lab_says_who_routes_and_how_long_it_took(tmp_path: Path) -> None:
+    """It said `0 routes` and `pairs reachable in 0.00 s` after waiting seconds for babeld."""
+    name = new_lab_name("r")
+    path = tmp_path / "babel.yaml"
+    path.write_text(
+        f"name: {name}\ntopology: {{kind: chain, nodes: 3}}\n"
+        "routing: {protocol: babel, hello_interval: 1}\n"
+    )
+    try:
+        up = netrig_cli("up", "-q", str(path))
+        assert up.returncode == 0, up.stderr
+        assert "3 nodes, 2 links, routes by babel (" in up.stdout, up.stdout
+        converged = re.search(r"babel converged in ([\d.]+) s", up.stdout)
+        wall = re.search(r"is up in ([\d.]+) s", up.stdout)
+        assert converged and wall and 0 < float(converged[1]) <= float(wall[1]), up.stdout
+    finally:
+        netrig_cli("down", name)
