@@ -267,6 +267,8 @@ class Timeline:
             # imported now, before the clock starts: on first use inside the timeline
             # pyroute2's import (~0.2 s) made the first rate event that much late
             from pyroute2 import IPRoute  # noqa: F401
+        if any(e.kind.startswith("link") for e in self.events):
+            self.lab.protocol  # noqa: B018 -- its plugin's import (~0.2 s in a new process), now
         self.started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="netrig-timeline", daemon=True)
         self._thread.start()
