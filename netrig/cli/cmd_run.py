@@ -22,6 +22,7 @@ from netrig.cli.common import (
     err_console,
     fail,
     parse_overrides,
+    real_console,
     reports_errors,
     require_root,
     store_exit_code,
@@ -172,7 +173,7 @@ def run(
             "interrupted run wrote)",
             EXIT_BAD_INPUT,
         )
-    reporter = RichReporter(err_console, quiet)
+    reporter = RichReporter(real_console(err_console), quiet)
     try:
         with ResultStore(db) as store:
             if cluster:

@@ -26,12 +26,30 @@ class _LazyConsole:
         self._kwargs = kwargs
         self._console: Console | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def real(self) -> Console:
+        """The Console itself, for what rich takes as one (a Progress, a Live display)."""
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._kwargs)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    # Python looks these up on the class, past __getattr__: rich's Live enters its console
+    # (a progress bar on a terminal raised "'_LazyConsole' object does not support the
+    # context manager protocol")
+    def __enter__(self) -> Console:
+        return self.real().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.real().__exit__(*exc)
+
+
+def real_console(console: Console) -> Console:
+    """The Console behind `console` or `err_console` (either may be a lazy stand-in)."""
+    return console.real() if isinstance(console, _LazyConsole) else console
 
 
 console: Console = _LazyConsole(highlight=False)  # type: ignore[assignment]

@@ -495,3 +495,46 @@ def test_resume_into_a_database_that_does_not_exist_creates_nothing(
     assert f"nothing to resume: no results database at {db}" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["none.yaml"]
     assert namespaces_of(lab_name) == []
+
+
+@requires_tool("ping")
+def test_a_run_on_a_terminal_shows_its_progress_bar(tmp_path: Path) -> None:
+    """On a terminal (as typed in a shell, not piped) rich draws a progress bar, which
+    enters the console: netrig's lazy console stand-in did not forward that, and every
+    `netrig run` on a terminal ended at once with a dump of 'lost sys.stderr' (exit 1)."""
+    import errno
+    import fcntl
+    import struct
+    import termios
+
+    name = new_lab_name("tt")
+    path = write(tmp_path, "tty", f"""\
+        name: {name}
+        topology: {{kind: chain, nodes: 2}}
+        measure:
+          - ping: {{src: n1, dst: n2, count: 2, interval: 10ms}}
+        repeat: 2
+        """)  # fmt: skip
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", "run", path, "--db", str(tmp_path / "r.db")],
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError as e:  # EIO: the terminal's last writer is gone
+            if e.errno != errno.EIO:
+                raise
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, b"".join(chunks).decode(errors="replace")[-2000:]
+    shown = b"".join(chunks).decode(errors="replace")
+    assert "ETA" in shown and "2/2" in shown and "2 runs stored" in shown, shown[-2000:]
+    assert "Traceback" not in shown and "lost sys.stderr" not in shown
