@@ -160,7 +160,9 @@ class RunResult:
         if outcome.texts:
             self.outputs[step.name] = outcome.texts
         if outcome.reason is not None:
-            self.reasons.append(f"{step.name}: {outcome.reason}" if several else outcome.reason)
+            named = not several or outcome.reason.startswith(f"{step.name}: ")
+            # a tool's reason may name it already ("iperf3: unable to connect…")
+            self.reasons.append(outcome.reason if named else f"{step.name}: {outcome.reason}")
             if outcome.stderr:
                 self.errors.append(outcome.stderr.strip())
 

@@ -18,6 +18,7 @@ over the wall-clock span (see _alias_samples).
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import subprocess
 import time
@@ -227,6 +228,9 @@ def client_argv(o: Iperf3Options, target: str, port: int, bind: str | None = Non
         f"{o.interval:g}",
         "--connect-timeout",
         str(int(o.connect_timeout * 1000)),
+        # the server's --json report in the client's: the receiver's intervals of a forward
+        # run (netrig.measure.parse_iperf3), which the client itself does not see
+        "--get-server-output",
     ]
     if bind:
         argv += ["-B", bind]
@@ -293,29 +297,44 @@ def _segment_ports(plan: LabPlan, client: str, server: str) -> tuple[IfacePlan, 
 
 
 class _Server:
-    def __init__(self, proc: subprocess.Popen[Any], port: int, err: Any) -> None:
-        self.proc, self.port, self.err = proc, port, err
+    def __init__(self, proc: subprocess.Popen[Any], port: int, out: Any, err: Any) -> None:
+        self.proc, self.port, self.out, self.err = proc, port, out, err
+
+    def errors(self) -> str:
+        """What it said went wrong: its stderr, and the error of its --json report."""
+        text = read_spool(self.err).strip()
+        report = read_spool(self.out)
+        try:
+            said = json.loads(report).get("error") if report.strip() else None
+        except (ValueError, AttributeError):
+            said = report.strip()[-500:] or None
+        return "\n".join(t for t in (text, f"iperf3: {said}" if said else "") if t)
 
 
 def _start_servers(lab: Lab, o: Iperf3Options, binds: list[tuple[str, int]]) -> list[_Server]:
     servers: list[_Server] = []
     try:
         for bind, port in binds:
-            argv = ["iperf3", "-s", "-1", "-p", str(port), "-B", bind]
-            err = spool()
+            # --json and the client's interval: its report, which the client asks for,
+            # holds the receiver's intervals of a forward run
+            argv = ["iperf3", "-s", "-1", "-p", str(port), "-B", bind, "--json",
+                    "-i", f"{o.interval:g}"]  # fmt: skip
+            out, err = spool(), spool()
             label = f"{lab.name}/{o.server}/iperf3-server/{port}"
             try:
                 proc = lab.popen(
                     o.server,
                     argv,
                     label=label,
-                    stdout=subprocess.DEVNULL,
+                    stdout=out,
                     stderr=err,
                     stdin=subprocess.DEVNULL,
                 )
             except FileNotFoundError:
+                out.close()
+                err.close()
                 raise not_installed("iperf3", "iperf3") from None
-            servers.append(_Server(proc, port, err))
+            servers.append(_Server(proc, port, out, err))
     except BaseException:
         _end_servers(servers)
         raise
@@ -332,7 +351,7 @@ def _wait_listening(lab: Lab, o: Iperf3Options, servers: list[_Server], deadline
                 raise MeasurementFailed(
                     f"iperf3 server on {o.server} port {s.port} exited ({s.proc.returncode}) "
                     "before listening",
-                    stderr=tail(read_spool(s.err)),
+                    stderr=tail(s.errors()),
                 )
             if s.port in lab.listening_ports(o.server, s.proc):
                 pending.remove(s)
@@ -348,7 +367,7 @@ def _wait_listening(lab: Lab, o: Iperf3Options, servers: list[_Server], deadline
 
 
 def _server_errors(servers: list[_Server]) -> str:
-    texts = [read_spool(s.err).strip() for s in servers]
+    texts = [s.errors() for s in servers]
     shown = [f"[server port {s.port}] {t}" for s, t in zip(servers, texts, strict=True) if t]
     return ("\n" + tail("\n".join(shown))) if shown else ""
 
@@ -361,6 +380,7 @@ def _end_servers(servers: list[_Server], grace: float = 0.0) -> None:
             s.proc.wait(max(deadline - time.monotonic(), 0.0))
     for s in servers:
         end_process(s.proc)
+        s.out.close()
         s.err.close()
 
 

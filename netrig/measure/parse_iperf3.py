@@ -2,8 +2,14 @@
 
 Why the receiver side: what counts is what got through, so the summary `throughput` is
 `end.sum_received` (bit/s), for TCP and UDP, forward or `-R`. What the sender pushed is kept as
-`sender_throughput`. Interval samples are the client's own view: the sender's side normally,
-the receiver's side with `-R`.
+`sender_throughput`. Interval samples are named by the side that saw them too: `throughput`
+(and UDP's loss and jitter) per interval are the receiver's, `sender_throughput` (and TCP's
+retransmits) the sender's. The client sees its own side only: the receiver's intervals of a
+forward run come from the server's report (`--get-server-output` of a `--json` server, which
+the iperf3 plugin asks for); without it a forward run has `sender_throughput` intervals only
+(over a 50mbit link a UDP client's intervals said 100 Mbit/s, its receiver's 48.6). With
+`--bidir` the client's intervals are kept as they were: its sender side for the forward
+direction, its receiver side for `_reverse`.
 
 iperf3 3.12 exits 0 even when it fails under --json, so the "error" key, not the exit status,
 decides: an error, unreadable output or a run that moved no data raises MeasurementFailed.
@@ -108,6 +114,52 @@ def _stream_labels(end: Mapping[str, Any], bidir: bool) -> dict[int, tuple[str, 
     return labels
 
 
+# per interval, by the side that measures it: what arrived, and what was sent
+_RECEIVER_FIELDS = ("bits_per_second", "jitter_ms", "lost_packets", "lost_percent")
+_SENDER_FIELDS = ("bits_per_second", "retransmits")
+
+
+def _sided_intervals(
+    document: Mapping[str, Any], per_stream: bool, receiver: bool
+) -> Iterator[Sample]:
+    """One side's interval samples of a one-way run (no --bidir): the receiver's as
+    `throughput` (and UDP's loss and jitter), the sender's as `sender_throughput` (and
+    retransmits). Streams are labelled 1, 2 … in the order this side lists them."""
+    wanted = _RECEIVER_FIELDS if receiver else _SENDER_FIELDS
+    fields = [(f, m, u) for f, m, u in _INTERVAL_FIELDS if f in wanted]
+    if not receiver:
+        fields = [("bits_per_second", "sender_throughput", BITS), *fields[1:]]
+    labels = _stream_labels(document.get("end") or {}, bidir=False)
+    for interval in document.get("intervals", []):
+        total = interval.get("sum")
+        if not total or total.get("omitted"):
+            continue  # -O: the warm-up seconds are not part of the result
+        for field, metric, unit in fields:
+            if field in total:
+                yield Sample(metric, total[field], unit, total["start"])
+        if not per_stream:
+            continue
+        for stream in interval.get("streams", []):
+            if stream.get("omitted"):
+                continue
+            label = labels.get(stream["socket"], (str(stream["socket"]), False))[0]
+            for field, metric, unit in fields:
+                if field in stream:
+                    yield Sample(metric, stream[field], unit, stream["start"], label)
+
+
+def _one_way_intervals(
+    document: Mapping[str, Any], reverse: bool, per_stream: bool
+) -> list[Sample]:
+    """The client's intervals (the receiver's with -R, else the sender's) and, when the
+    client asked for it, the server's (the other side)."""
+    out = list(_sided_intervals(document, per_stream, receiver=reverse))
+    server = document.get("server_output_json")
+    if isinstance(server, Mapping) and server.get("intervals"):
+        out += _sided_intervals(server, per_stream, receiver=not reverse)
+    return out
+
+
 def _interval_samples(
     document: Mapping[str, Any], labels: Mapping[int, tuple[str, bool]], per_stream: bool
 ) -> Iterator[Sample]:
@@ -202,7 +254,11 @@ def parse_iperf3(stdout: str, stderr: str = "") -> Iperf3Result:
     bidir = "sum_received_bidir_reverse" in end
     labels = _stream_labels(end, bidir)
     streams = int(test.get("num_streams") or max(1, len(labels) // (2 if bidir else 1)))
-    intervals = list(_interval_samples(document, labels, per_stream=streams > 1))
+    if bidir:
+        intervals = list(_interval_samples(document, labels, per_stream=streams > 1))
+    else:
+        reverse = bool(test.get("reverse"))
+        intervals = _one_way_intervals(document, reverse, per_stream=streams > 1)
     if error:
         raise MeasurementFailed(f"iperf3: {error}", intervals)
 

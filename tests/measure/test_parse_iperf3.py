@@ -45,7 +45,8 @@ def intervals(result: Iperf3Result, metric: str, stream: str | None = None) -> l
 def test_the_recordings_cover_the_cases_the_plugins_use() -> None:
     expected = {"tcp", "tcp-p2", "tcp-reverse", "tcp-bidir", "tcp-bidir-p2", "tcp-omit", "udp",
                 "udp-loss", "udp-reverse", "udp-bidir", "udp-p2", "error-refused",
-                "error-noroute"}
+                "error-noroute", "udp-loss-server", "tcp-server", "tcp-p2-server",
+                "tcp-reverse-server"}
     assert expected <= set(ALL)
 
 
@@ -73,14 +74,55 @@ def test_cpu_use_of_both_ends(name: str) -> None:
     assert summary(result, "cpu_server") == cpu["remote_total"]
 
 
+def client_side(doc: dict[str, Any]) -> str:
+    """The metric of the client's own intervals: it receives with -R, else it sends."""
+    bidir = "sum_received_bidir_reverse" in doc["end"]
+    return "throughput" if bidir or doc["start"]["test_start"]["reverse"] else "sender_throughput"
+
+
 @pytest.mark.parametrize("name", GOOD)
-def test_one_throughput_sample_per_interval_at_its_start(name: str) -> None:
+def test_one_sample_per_interval_at_its_start_named_by_the_side_that_saw_it(name: str) -> None:
+    """The client's intervals are its side's: a sender's rate is never `throughput` (a UDP
+    client's 100 Mbit/s over a 50mbit link had been stored as the interval throughput)."""
     _, doc = load(name)
     kept = [i["sum"] for i in doc["intervals"] if not i["sum"]["omitted"]]
-    samples = intervals(parse(name), "throughput")
+    samples = intervals(parse(name), client_side(doc))
     assert [s.t for s in samples] == [i["start"] for i in kept]
     assert [s.value for s in samples] == [i["bits_per_second"] for i in kept]
     assert all(s.unit == "bit/s" for s in samples)
+
+
+@pytest.mark.parametrize("name", ["udp-loss-server", "tcp-server", "tcp-reverse-server"])
+def test_the_servers_report_gives_the_other_sides_intervals(name: str) -> None:
+    _, doc = load(name)
+    result = parse(name)
+    other = "sender_throughput" if client_side(doc) == "throughput" else "throughput"
+    kept = [i["sum"] for i in doc["server_output_json"]["intervals"] if not i["sum"]["omitted"]]
+    samples = intervals(result, other)
+    assert [s.t for s in samples] == [i["start"] for i in kept]
+    assert [s.value for s in samples] == [i["bits_per_second"] for i in kept]
+
+
+def test_udp_intervals_say_what_arrived_through_a_narrower_link() -> None:
+    """-b 100M through a 50mbit link: the client sent 100 Mbit/s each interval, ~half of it
+    arrived, the rest lost, as the summary says too."""
+    result = parse("udp-loss-server")
+    sent = [s.value for s in intervals(result, "sender_throughput")]
+    arrived = [s.value for s in intervals(result, "throughput")]
+    assert min(sent) > 95e6 and max(arrived) < 52e6
+    assert all(s.value > 40 for s in intervals(result, "loss_percent"))
+    assert result.throughput < 52e6
+
+
+def test_parallel_streams_from_the_server_are_labelled_in_its_order() -> None:
+    _, doc = load("tcp-p2-server")
+    result = parse("tcp-p2-server")
+    server = doc["server_output_json"]
+    for label, stream in zip(("1", "2"), server["end"]["streams"], strict=True):
+        socket = stream["receiver"]["socket"]
+        expected = [s["bits_per_second"] for i in server["intervals"] for s in i["streams"]
+                    if s["socket"] == socket]
+        assert [s.value for s in intervals(result, "throughput", label)] == expected
 
 
 def test_tcp_retransmits_and_congestion() -> None:
@@ -113,7 +155,7 @@ def test_parallel_streams_are_labelled_and_add_up() -> None:
                           ("2", doc["end"]["streams"][1]["sender"]["socket"])):
         expected = [s["bits_per_second"] for i in doc["intervals"] for s in i["streams"]
                     if s["socket"] == socket]
-        assert [s.value for s in intervals(result, "throughput", label)] == expected
+        assert [s.value for s in intervals(result, "sender_throughput", label)] == expected
 
 
 def test_reverse_is_measured_at_the_client_which_receives() -> None:
@@ -219,7 +261,7 @@ def test_omitted_seconds_are_left_out() -> None:
     _, doc = load("tcp-omit")
     assert doc["intervals"][0]["sum"]["omitted"] is True
     result = parse("tcp-omit")
-    times = [s.t for s in intervals(result, "throughput")]
+    times = [s.t for s in intervals(result, "sender_throughput")]
     assert times == [i["sum"]["start"] for i in doc["intervals"][1:]]
 
 
@@ -243,7 +285,7 @@ def test_error_after_some_intervals_keeps_them_but_fails() -> None:
     with pytest.raises(MeasurementFailed) as caught:
         parse_iperf3(json.dumps(doc))
     assert "control socket" in caught.value.reason
-    assert [s.t for s in caught.value.samples if s.metric == "throughput"] == [
+    assert [s.t for s in caught.value.samples if s.metric == "sender_throughput"] == [
         i["sum"]["start"] for i in doc["intervals"]
     ]
 

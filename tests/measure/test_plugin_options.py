@@ -192,7 +192,7 @@ def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # typ
     from netrig.measure.iperf3 import _alias_samples
     from netrig.measure.parse_iperf3 import parse_iperf3
 
-    stdout, _ = recorded("iperf3", "tcp")
+    stdout, _ = recorded("iperf3", "tcp-server")  # with the server's (receiver's) intervals
     one = parse_iperf3(stdout)
     pairs = [("c1", "s1"), ("c2", "s2")]
     # the second stream ended 2 s after the first: they overlapped only partly
