@@ -221,10 +221,11 @@ def _lab_picture(data: StoredExperiment) -> str:
     svg, why = experiment_svg(data.experiment.file_text)
     if svg is None:
         return f'<h2>The lab</h2><p class="note">No picture: {escape(why)}.</p>'
+    which = f"{escape(why[0].upper() + why[1:])}. " if why else ""
     return (
         f'<h2>The lab</h2><figure class="lab">{svg}</figure>'
-        '<p class="note">Nodes by role (host, router, switch); each link end with its '
-        "interface and addresses (`netrig graph FILE -o lab.svg` draws it too).</p>"
+        f'<p class="note">{which}Nodes by role (host, router, switch); each link end with '
+        "its interface and addresses (`netrig graph FILE -o lab.svg` draws it too).</p>"
     )
 
 

@@ -155,24 +155,28 @@ def svg_inline(plan: LabPlan) -> str:
 
 
 def experiment_svg(text: str, file: str = "<stored>") -> tuple[str | None, str]:
-    """The picture of an experiment's lab (its first sweep point) from the file's text as the
-    results store keeps it, for the HTML report: (svg or None, why there is none)."""
-    from netrig.model.experiment import load_experiment_model_text
+    """The picture of an experiment's lab from the file's text as the results store keeps
+    it (with the run's --set values), for the HTML report: (svg or None, why there is none,
+    or which sweep point it shows when the points' labs differ)."""
+    from netrig.model.experiment import load_experiment_model_text, stored_overrides
     from netrig.model.load import SpecError
     from netrig.model.problems import Note
     from netrig.model.yamlmarks import YamlSyntaxError
     from netrig.plan.experiment import plan_experiment
     from netrig.rig.prepare import catalog
 
+    source, overrides, repeat = stored_overrides(text)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Note)  # said when the experiment ran
-            model = load_experiment_model_text(text, file)
-            plan = plan_experiment(model, catalog()).points[0].plan
+            model = load_experiment_model_text(source, file, overrides, repeat)
+            points = plan_experiment(model, catalog()).points
     except (SpecError, YamlSyntaxError, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return None, f"the lab could not be planned again from the stored file ({first})"
+    labs = {point.network for point in points}
+    which = f"the lab of the first sweep point ({points[0].label})" if len(labs) > 1 else ""
     try:
-        return svg_inline(plan), ""
+        return svg_inline(points[0].plan), which
     except GraphvizMissing as exc:
         return None, str(exc)

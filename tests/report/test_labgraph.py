@@ -147,3 +147,26 @@ def test_a_ring_is_drawn_as_a_circle_and_other_shapes_in_tiers() -> None:
     two_rings = "".join(f"  - {{a: {a}, b: {b}}}\n" for a, b in ["ab", "bc", "ca", "de", "ef", "fd"])
     nodes = "".join(f"  - {{name: {n}}}\n" for n in "abcdef")
     assert engine(f"name: t\nnodes:\n{nodes}links:\n{two_rings}") == "dot"
+
+
+@needs_dot
+def test_the_reports_picture_is_of_the_lab_that_ran_with_its_set_values() -> None:
+    """The store keeps the file and the run's `--set` as a trailing comment; the picture
+    had been planned from the file alone (200 Mbit/s links where 50mbit ran)."""
+    from netrig.model.experiment import load_experiment_model_text, stored_overrides
+
+    text = (
+        "name: e\ntopology: {kind: chain, nodes: 3}\n"
+        "link_defaults: {rate: '{rate}'}\n"
+        "measure:\n  - ping: {src: n1, dst: n3}\n"
+        "vary: {rate: [200mbit, 100mbit]}\n"
+    )
+    stored = load_experiment_model_text(text, "e.yaml", {"rate": "[50mbit]"}, 2).text
+    assert stored_overrides(stored) == (text, {"rate": "[50mbit]"}, 2)
+    assert stored_overrides(text) == (text, {}, None)
+    svg, which = labgraph.experiment_svg(stored)
+    assert svg is not None and ">50 Mbit/s</text>" in svg and "200 Mbit/s" not in svg
+    assert which == ""  # one point: nothing to say
+    svg, which = labgraph.experiment_svg(text)  # as the file says: two labs, the first drawn
+    assert svg is not None and ">200 Mbit/s</text>" in svg
+    assert which == "the lab of the first sweep point (rate=200mbit)"
