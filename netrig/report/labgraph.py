@@ -115,12 +115,16 @@ def _link(graph: graphviz.Graph, plan: LabPlan, link: LinkPlan) -> None:
         f"{link.loss:g}% loss" if link.loss else "",
         f"mtu {link.mtu}" if link.mtu else "",
     ]
+    label = " ".join(part for part in shown if part) or None
     graph.edge(
         link.a,
         link.b,
-        label=" ".join(part for part in shown if part) or None,
+        label=label,
         taillabel=_end(plan, link.a, link.a_iface),
         headlabel=_end(plan, link.b, link.b_iface),
+        # twice as long where its middle is labelled too: on a link of one rank the label
+        # ran into an end's ("200 Mbit/sth0")
+        minlen="2" if label else None,
     )
 
 

@@ -170,3 +170,22 @@ def test_the_reports_picture_is_of_the_lab_that_ran_with_its_set_values() -> Non
     svg, which = labgraph.experiment_svg(text)  # as the file says: two labs, the first drawn
     assert svg is not None and ">200 Mbit/s</text>" in svg
     assert which == "the lab of the first sweep point (rate=200mbit)"
+
+
+@needs_dot
+def test_a_links_label_keeps_clear_of_its_ends_labels() -> None:
+    """On a link of one rank the middle label ran into the far end's ("200 Mbit/sth0")."""
+    import re
+
+    from netrig.rig.prepare import load_text
+
+    plan = build_plan(load_text("name: r\ntopology: {kind: chain, nodes: 3}\n"
+                                "link_defaults: {rate: 200mbit}\n"))  # fmt: skip
+    svg = labgraph.render(plan, "svg").decode()
+    texts = [(float(x), float(y), t) for x, y, t in
+             re.findall(r'<text[^>]*x="([\d.-]+)" y="([\d.-]+)"[^>]*>([^<]*)</text>', svg)]  # fmt: skip
+    rates = [(x, y) for x, y, t in texts if t == "200 Mbit/s"]
+    ends = [(x, y) for x, y, t in texts if t in ("eth0", "eth1")]
+    assert len(rates) == 2 and len(ends) == 4
+    for rx, ry in rates:  # 9-point text: apart by more than a line, or side by side
+        assert all(abs(ry - ey) > 10 or abs(rx - ex) > 60 for ex, ey in ends), (rates, ends)
