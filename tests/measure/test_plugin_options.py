@@ -186,6 +186,10 @@ def test_command_metrics_from_stdout() -> None:
         ("rate", 2e9, "bit/s"),
     ]
     assert parse_metrics("no numbers") == []
+    # a decimal comma is no unit: the line is no metric (it had been stored as 1, unit ",5")
+    assert [(s.metric, s.value, s.unit) for s in parse_metrics("x 1,5\nloss 50%\n")] == [
+        ("loss", 50.0, "%")
+    ]
 
 
 def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # type: ignore[no-untyped-def]
