@@ -6,6 +6,7 @@ import io
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from rich import box
@@ -31,6 +32,9 @@ from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun, measured
 from netrig.results import summary
 from netrig.results.store import ResultStore, StoreError
+
+if TYPE_CHECKING:
+    from netrig.experiment.runner import Outcome
 
 
 def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -151,6 +155,7 @@ def run(
     built), 2 bad input, 128 + the signal's number when interrupted (130 Ctrl-C,
     143 SIGTERM, 129 SIGHUP).
     """
+    from netrig.experiment.interrupt import StopSignal
     from netrig.experiment.progress import RichReporter
     from netrig.experiment.runner import run_experiment
     from netrig.rig.prepare import load_experiment
@@ -192,17 +197,31 @@ def run(
                 gc.freeze()  # the command ends soon: no last collection over Dask's objects
             else:
                 outcome = run_experiment(exp, store, resume=resume, reporter=reporter)
-            print_summary(
-                store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})"
-            )
+            # every run is stored and the lab removed: a signal from here on is only noted,
+            # so the summary and the resume line are printed whole (a second Ctrl-C had
+            # said "everything this command created was removed", a third killed Python)
+            with StopSignal() as late:
+                _report(store, exp, runs, outcome, db, quiet,
+                        _resume_command(file, db, repeat, overrides, lab_name, cluster))
+            if late.requested and not outcome.signal:
+                sys.exit(late.exit_code)
     except StoreError as exc:  # its message names the file
         fail(str(exc), store_exit_code(exc))
+
+
+def _report(
+    store: ResultStore, exp: ExperimentPlan, runs: list[PlannedRun], outcome: Outcome, db: str,
+    quiet: bool, resume_command: str,
+) -> None:
+    """The summary table and what became of the runs; exits 1 if one failed, 128 + the
+    signal's number if a signal stopped them."""
+    print_summary(store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})")
     total = measured(runs)
     stored = outcome.ok + outcome.failed + outcome.skipped
     if outcome.signal:
         err_console.print(
             f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
-            f"removed; continue with: {_resume_command(file, db, repeat, overrides, lab_name, cluster)}",
+            f"removed; continue with: {resume_command}",
             soft_wrap=True,
         )
         sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP

@@ -538,3 +538,37 @@ def test_a_run_on_a_terminal_shows_its_progress_bar(tmp_path: Path) -> None:
     shown = b"".join(chunks).decode(errors="replace")
     assert "ETA" in shown and "2/2" in shown and "2 runs stored" in shown, shown[-2000:]
     assert "Traceback" not in shown and "lost sys.stderr" not in shown
+
+
+@requires_tool("ping")
+def test_ctrl_c_while_the_summary_prints_is_only_noted(tmp_path: Path, lab_name: str) -> None:
+    """Once every run is stored and the lab removed, Ctrl-C (twice here, as an impatient
+    user presses it) lets the summary and the last line print whole, then exits 130. A
+    second one had said "everything this command created was removed" and a third killed
+    Python (exit -2)."""
+    path = write(tmp_path, "late", f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 2}}
+        measure:
+          - ping: {{src: n1, dst: n2, count: 1}}
+        """)  # fmt: skip
+    program = (
+        "import os, signal, sys\n"
+        "import netrig.cli.cmd_run as cmd_run\n"
+        "from netrig.cli import main\n"
+        "real = cmd_run.print_summary\n"
+        "def impatient(*args, **kwargs):\n"
+        "    for _ in range(2):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        signal.pthread_sigmask(signal.SIG_BLOCK, [])  # its handler runs by here\n"
+        "    real(*args, **kwargs)\n"
+        "cmd_run.print_summary = impatient\n"
+        f"sys.argv = ['netrig', 'run', {path!r}, '--db', {str(tmp_path / 'r.db')!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert "1 run stored" in done.stderr and "rtt_avg" in done.stdout, done.stderr
+    assert "removed" not in done.stderr and "Traceback" not in done.stderr
+    assert namespaces_of(lab_name) == []
