@@ -2,7 +2,8 @@
 
 SIGTERM is what timeout(1), systemd and CI runners send; SIGHUP what a closed terminal or
 ssh session sends: both mean the same as Ctrl-C, and the command exits 128 + the signal's
-number (130, 143, 129), as a shell would report it.
+number (130, 143, 129), as a shell would report it. A signal the caller ignores (nohup's
+SIGHUP, a background job's SIGINT) stays ignored.
 
 While a measurement or a pause runs (inside `armed()`), the signal raises KeyboardInterrupt
 at once: subprocess.run kills its child and each plugin ends its servers in `finally`.
@@ -33,7 +34,10 @@ class StopSignal:
 
     def __enter__(self) -> StopSignal:
         for sig in SIGNALS:
-            self._old[sig] = signal.signal(sig, self._handle)
+            # a signal the caller set to be ignored stays ignored: `nohup netrig run …` must
+            # outlive the terminal's hangup, a job started with `&` the shell's Ctrl-C
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                self._old[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(

@@ -572,3 +572,33 @@ def test_ctrl_c_while_the_summary_prints_is_only_noted(tmp_path: Path, lab_name:
     assert "1 run stored" in done.stderr and "rtt_avg" in done.stdout, done.stderr
     assert "removed" not in done.stderr and "Traceback" not in done.stderr
     assert namespaces_of(lab_name) == []
+
+
+@requires_tool("ping")
+def test_a_hangup_ignored_by_nohup_stays_ignored(tmp_path: Path, lab_name: str) -> None:
+    """`nohup netrig run …` must outlive the terminal: netrig had put its own handler over
+    the SIGHUP its caller ignored, and stopped (exit 129)."""
+    path = write(tmp_path, "nohup", f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 2}}
+        measure:
+          - ping: {{src: n1, dst: n2, count: 5, interval: 0.2}}
+        repeat: 2
+        """)  # fmt: skip
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not stored_runs(db) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGHUP)  # the terminal closes
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    assert [s for s, _ in stored_runs(db)] == ["ok", "ok"]
