@@ -191,11 +191,11 @@ def names_in(data: Any) -> set[str]:
         return set()
     names: set[str] = set()
     for m in _FIELD.finditer(data):
-        if m.group(1) is None:
-            continue
+        if m.group(1) is None or len(m.group(1).strip()) > MAX_EXPR:
+            continue  # evaluate refuses it with the reason (a hostile one overflowed ast)
         try:
             tree = ast.parse(m.group(1).strip(), mode="eval")
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             continue
         names.update(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
     return names

@@ -46,6 +46,9 @@ HOSTILE = {
     "bad-timestamp": "name: x\nwhen: 2001-13-45\n",
     "complex-key": "? [a, b]\n: 1\nname: x\n",
     "two-documents": "name: a\n---\nname: b\n",
+    # 20,000 minus signs in one {expression}: Python's parser overflowed (a traceback)
+    "deep-expression": "name: x\ntopology: {kind: pair}\nmeasure:\n"
+    '  - ping: {src: n1, dst: n2, count: "{' + "-" * 20_000 + 'x}"}\nparams: {x: 1}\n',
 }
 
 
