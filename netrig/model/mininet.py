@@ -23,6 +23,7 @@ Options with no meaning here (cls, cpu, mac, dpid, …) are noted and ignored.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import runpy
@@ -343,6 +344,11 @@ def load_topo(path: str, topo: str | None = None) -> tuple[Topo, str]:
             built = factory(*args)
         except SpecError:
             raise
+        except SystemExit as exc:  # `up` had exited 0 with no lab: it was the file's exit
+            line = _error_line(exc, path)
+            where = f"{path}:{line}" if line else path
+            raise SpecError([Problem(where, f"the file called exit ({exc.code}) while its "
+                                            "topology was read")]) from None  # fmt: skip
         except Exception as exc:
             line = _error_line(exc, path)
             where = f"{path}:{line}" if line else path
@@ -357,11 +363,13 @@ def _choose(namespace: dict[str, Any], path: str, topo: str | None) -> tuple[str
     topos: dict[str, Any] = found if isinstance(found, dict) else {}
     if topo is not None:
         name, *raw = topo.split(",")
-        args = [_arg(a) for a in raw]
+        args = [_arg(a) for a in raw if "=" not in a]
+        # Mininet's own syntax takes keywords too: tree,depth=2,fanout=3
+        kwargs = {k: _arg(v) for k, _, v in (a.partition("=") for a in raw if "=" in a)}
         if name in topos:
-            return name, topos[name], args
+            return name, functools.partial(topos[name], **kwargs), args
         if name in BUILTIN_TOPOS:
-            return name, BUILTIN_TOPOS[name], args
+            return name, functools.partial(BUILTIN_TOPOS[name], **kwargs), args
         known = ", ".join([*topos, *BUILTIN_TOPOS])
         raise SpecError([Problem("--topo", f"no topology {name!r} in {path}; known: {known}")])
     if len(topos) == 1:

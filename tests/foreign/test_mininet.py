@@ -89,6 +89,8 @@ def test_hosts_numbered_in_natural_order_from_netrigs_pool(tmp_path: Path) -> No
 def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
     tree = plan_lab(load_file(str(EXAMPLES / "mininet-bw.py"), topo="tree,2"))
     assert sorted(tree.nodes) == ["h1", "h2", "h3", "h4", "s1", "s2", "s3"]
+    same = plan_lab(load_file(str(EXAMPLES / "mininet-bw.py"), topo="tree,depth=2"))
+    assert sorted(same.nodes) == sorted(tree.nodes)  # Mininet's keywords, as `mn --topo`
     wide = plan_lab(load_file(str(EXAMPLES / "mininet-bw.py"), topo="dumbbell,3,20"))
     assert len(wide.hosts()) == 6 and 20_000_000 in {link.rate for link in wide.links}
     with pytest.raises(SpecError, match="no topology 'nope'"):
@@ -109,6 +111,8 @@ def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
             "node name 'bad name'",
         ),
         ("class T(Topo):\n    pass\n# \0\n", 5, "not Python source: a NUL byte here"),
+        # `up` had exited 0 with no lab: the exit was the file's, while netrig read it
+        ("import sys\nsys.exit(0)\n", 4, "the file called exit (0)"),
     ],
 )
 def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, words: str) -> None:
