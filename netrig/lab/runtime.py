@@ -157,6 +157,7 @@ class LabRuntime:
         self, node: str, argv: Sequence[str], **kwargs: Any
     ) -> subprocess.CompletedProcess[Any]:
         """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
+        argv = _words(argv)
         kwargs.setdefault("text", True)
         binds = self.plan.node(node).binds
         return run.run(self.ns(node), argv, self.private_run_dir(node), binds, **kwargs)
@@ -165,6 +166,7 @@ class LabRuntime:
         self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
     ) -> subprocess.Popen[Any]:
         """Start a long-running process in a node, recorded in the ledger by PID."""
+        argv = _words(argv)
         label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
         oid = self.ledger.intend_process(self.name, label, node)
         binds = self.plan.node(node).binds
@@ -195,3 +197,16 @@ def log_tail(path: str, lines: int) -> str:
             return "".join(fh.readlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+def _words(argv: Sequence[str]) -> list[str]:
+    """A command as its words: a string would be run letter by letter ('i', 'p', …)."""
+    if isinstance(argv, str | bytes):
+        raise TypeError(
+            f"a command is a list of words, e.g. {str(argv).split()!r}, not one string "
+            "(a shell line: ['sh', '-c', LINE])"
+        )
+    words = list(argv)
+    if not words:
+        raise ValueError("an empty command: give at least the program to run")
+    return words

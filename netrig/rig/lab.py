@@ -290,10 +290,29 @@ class Lab(LabRuntime):
         return teardown.teardown(self.ledger, self.name)
 
     def __enter__(self) -> Lab:
+        """Up, unless a lab of this name is up already with this layout (then it is used as
+        it is, and left up on exit); one with another layout is refused, as `up` refuses
+        it: its nodes are not this plan's (exec of a node it lacks failed with 125)."""
         if self.ledger.lab(self.name) is None:
             self.up()
+            return self
+        running = type(self).attach(self.name, self.ledger)
+        if _layout(running.plan) != _layout(self.plan):
+            from netrig.lab.build import BadInput
+
+            raise BadInput(
+                f"lab {self.name!r} is already up with another layout (its nodes or links "
+                f"differ): `netrig down {self.name}`, or give this one another name"
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._owner:
             self.down()
+
+
+def _layout(plan: LabPlan) -> tuple[frozenset[str], frozenset[tuple[str, str, str, str]]]:
+    """What two plans of one name must share for a lab that is up to be this plan's."""
+    return frozenset(plan.nodes), frozenset(
+        (link.a, link.a_iface, link.b, link.b_iface) for link in plan.links
+    )

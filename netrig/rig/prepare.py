@@ -48,6 +48,13 @@ def load_text(text: str, file: str = "<string>") -> LabGraph:
 
 def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
     """A lab described in code: a LabSpec or the same dict a YAML file would hold."""
+    from netrig.model.models import LabSpec
+
+    if not isinstance(spec, dict | LabSpec):
+        raise TypeError(
+            f"a lab is described by a dict (as a YAML file holds it) or a LabSpec, not "
+            f"{type(spec).__name__}; for a file: Lab.from_file(PATH)"
+        )
     if isinstance(spec, dict):
         import yaml
 

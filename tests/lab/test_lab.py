@@ -111,6 +111,36 @@ def test_python_api_context_manager(tmp_path, lab_name) -> None:  # type: ignore
     assert not any(netns.exists(ns) for ns in namespaces)
 
 
+def test_a_with_block_uses_a_running_lab_only_if_it_is_this_layout(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """A lab of the name with other nodes had been taken as it was: exec in a node it
+    lacks failed with 125 and addr() gave an address nowhere."""
+    import pytest
+
+    from netrig.lab.build import BadInput
+
+    chain = {"name": lab_name, "topology": {"kind": "chain", "nodes": 3}}
+    with Lab.from_spec(chain) as first:
+        with Lab.from_spec(chain) as same:  # this layout: used, and left up on exit
+            assert same.exec("n1", ["true"]).returncode == 0
+        assert first.exists()
+        bigger = {"name": lab_name, "topology": {"kind": "chain", "nodes": 5}}
+        with pytest.raises(BadInput, match="already up with another layout"), Lab.from_spec(bigger):
+            pass
+        assert first.exists()
+
+
+def test_api_mistakes_are_named(make_lab) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    lab = make_lab({"topology": {"kind": "pair"}}, check=False)
+    with pytest.raises(TypeError, match=r"list of words, e.g. \['ip', '-br', 'addr'\]"):
+        lab.exec("n1", "ip -br addr")
+    with pytest.raises(ValueError, match="empty command"):
+        lab.exec("n1", [])
+    with pytest.raises(TypeError, match="Lab.from_file"):
+        Lab.from_spec("examples/ring16.yaml")  # type: ignore[arg-type]
+
+
 def test_popen_is_recorded_and_ended_by_down(make_lab) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "pair"}})
     proc = lab.popen("n1", ["sleep", "300"])
