@@ -137,7 +137,7 @@ def test_api_mistakes_are_named(make_lab) -> None:  # type: ignore[no-untyped-de
         lab.exec("n1", "ip -br addr")
     with pytest.raises(ValueError, match="empty command"):
         lab.exec("n1", [])
-    with pytest.raises(TypeError, match="Lab.from_file"):
+    with pytest.raises(TypeError, match=r"Lab\.from_file"):
         Lab.from_spec("examples/ring16.yaml")  # type: ignore[arg-type]
 
 
