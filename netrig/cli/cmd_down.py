@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from netrig.cli import cli
@@ -13,6 +15,7 @@ from netrig.cli.common import (
     reports_errors,
     require_root,
 )
+from netrig.experiment.interrupt import StopSignal
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
 
@@ -40,15 +43,25 @@ def down(labs: tuple[str, ...], cluster: str | None) -> None:
     ledger = Ledger()
     known = set(ledger.all_lab_names())
     unknown = [name for name in labs if name not in known]
-    for name in labs:
-        if name in known:
-            report = teardown(ledger, name)
-            click.echo(  # plain lines: `down` does not wait for rich to import
-                f"lab {name}: removed {counted(report.namespaces, 'namespace')}, "
-                f"{counted(report.processes, 'process', 'processes')}"
-            )
+    with StopSignal() as stop:  # a removal half done helps nobody: a signal waits for it
+        for name in labs:
+            if name in known:
+                report = teardown(ledger, name)
+                click.echo(  # plain lines: `down` does not wait for rich to import
+                    f"lab {name}: removed {counted(report.namespaces, 'namespace')}, "
+                    f"{counted(report.processes, 'process', 'processes')}"
+                )
     for name in unknown:  # idempotent: removing what is gone succeeds
         click.echo(f"lab {name}: not up, nothing to remove", err=True)
+    _after_signal(stop)
+
+
+def _after_signal(stop: StopSignal) -> None:
+    """A signal came while labs were removed: said, and exit 128 + its number, now that
+    they are (SIGTERM had killed `down` midway: 105 of 200 namespaces left, status 'up')."""
+    if stop.requested:
+        click.echo(f"netrig: {stop.name} came while removing; finished removing first", err=True)
+        sys.exit(stop.exit_code)
 
 
 @cli.command("clean")
@@ -77,13 +90,15 @@ def clean(labs: tuple[str, ...], force: bool) -> None:
         else:
             names.append(name)
     total_ns = total_proc = 0
-    for name in names:
-        report = teardown(ledger, name)
-        total_ns += report.namespaces
-        total_proc += report.processes
-        for skipped in report.skipped or []:
-            console.print(f"[yellow]kept {skipped}: it is not the namespace netrig created[/]")
+    with StopSignal() as stop:
+        for name in names:
+            report = teardown(ledger, name)
+            total_ns += report.namespaces
+            total_proc += report.processes
+            for skipped in report.skipped or []:
+                console.print(f"[yellow]kept {skipped}: it is not the namespace netrig created[/]")
     console.print(
         f"clean: {counted(len(names), 'lab')}, {counted(total_ns, 'namespace')}, "
         f"{counted(total_proc, 'process', 'processes')} removed"
     )
+    _after_signal(stop)

@@ -112,3 +112,29 @@ def test_down_returns_when_every_daemon_has_exited(tmp_path, lab_name, routing) 
     assert down.returncode == 0, down.stderr
     assert f"lab {lab_name}: removed 4 namespaces, 4 processes" in down.stdout
     assert still == [] and left == []
+
+
+@requires_root
+def test_sigterm_during_down_waits_for_the_removal(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM had killed `down` midway: 105 of 200 namespaces left, the ledger saying 'up'.
+    Now the removal finishes, then `down` says so and exits 143."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 20}}, check=False)
+    program = (
+        "import os, signal, sys\n"
+        "import netrig.cli.cmd_down as cmd_down\n"
+        "from netrig.cli import main\n"
+        "real = cmd_down.teardown\n"
+        "def hurried(*args, **kwargs):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    signal.pthread_sigmask(signal.SIG_BLOCK, [])  # its handler runs by here\n"
+        "    return real(*args, **kwargs)\n"
+        "cmd_down.teardown = hurried\n"
+        f"sys.argv = ['netrig', 'down', {lab.name!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 143, done.stderr
+    assert "removed 20 namespaces" in done.stdout and "SIGTERM came while removing" in done.stderr
+    assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab.name}-")]
+    assert Ledger().lab(lab.name) is None
