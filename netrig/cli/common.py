@@ -125,6 +125,9 @@ def reports_errors(fn: F) -> F:
             yamlmarks = sys.modules.get("netrig.model.yamlmarks")
             build = sys.modules.get("netrig.lab.build")
             plan = sys.modules.get("netrig.plan.model")
+            ledger = sys.modules.get("netrig.lab.ledger")
+            if ledger is not None and isinstance(exc, ledger.LedgerDamaged):
+                fail(str(exc), EXIT_FAILURE)
             if yamlmarks is not None and isinstance(exc, yamlmarks.YamlSyntaxError):
                 err_console.print(_where_line(exc.where, exc.message), soft_wrap=True)
                 sys.exit(EXIT_BAD_INPUT)

@@ -81,10 +81,29 @@ def _can_create(folder: str) -> bool:
     return os.access(folder, os.W_OK)
 
 
+class LedgerDamaged(RuntimeError):
+    """The ledger file is there but SQLite cannot read it: netrig cannot know what it
+    created, so it creates and removes nothing (exit 1, one line saying what to do)."""
+
+
 class Ledger:
     def __init__(self, state_dir: str = STATE_DIR) -> None:
         self.state_dir = state_dir
         path = os.path.join(state_dir, "ledger.sqlite")
+        try:
+            self._open(path)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # locked, no space: not damage
+                raise
+            raise LedgerDamaged(
+                f"netrig's ledger {path} cannot be read ({exc}): it records what netrig "
+                "created, so nothing is created or removed without it. Move it aside to "
+                "start a new one; what the old one recorded is then left for you to remove "
+                "(`ip netns list`)"
+            ) from None
+
+    def _open(self, path: str) -> None:
+        state_dir = self.state_dir
         # A user who may not write root's ledger (`netrig status` as anyone) reads it as it
         # is; one with no ledger at all reads an empty one. Neither can create anything.
         self.readonly = not writable_sqlite(path) or (

@@ -138,3 +138,18 @@ def test_sigterm_during_down_waits_for_the_removal(make_lab) -> None:  # type: i
     assert "removed 20 namespaces" in done.stdout and "SIGTERM came while removing" in done.stderr
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab.name}-")]
     assert Ledger().lab(lab.name) is None
+
+
+@requires_root
+@pytest.mark.parametrize("command", [["status"], ["down", "x"], ["clean"]])
+def test_a_damaged_ledger_is_one_line_and_nothing_is_touched(tmp_path, command) -> None:  # type: ignore[no-untyped-def]
+    """Every command had ended in sqlite3.DatabaseError's traceback."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "ledger.sqlite").write_bytes(b"this is not an SQLite file\n" * 100)
+    env = {**os.environ, "NETRIG_STATE_DIR": str(state)}
+    done = subprocess.run([sys.executable, "-m", "netrig", *command], capture_output=True,
+                          text=True, env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "cannot be read" in done.stderr
+    assert "Move it aside" in done.stderr and len(done.stderr.strip().splitlines()) <= 3
