@@ -35,6 +35,7 @@ from ipaddress import IPv4Network, ip_address
 from typing import Any
 
 from netrig.model import yamlmarks
+from netrig.model.models import MAX_NODES
 from netrig.model.problems import Problem, SpecError, note
 
 IP_BASE = IPv4Network("198.18.0.0/15")  # instead of Mininet's 10.0.0.0/8
@@ -109,6 +110,8 @@ class Topo:
             frame = frame.f_back  # type: ignore[assignment]
 
     def addNode(self, name: str, **opts: Any) -> str:
+        if len(self.g.node) >= MAX_NODES and name not in self.g.node:  # linear,100000: GBs
+            raise ValueError(f"more than {MAX_NODES:,} nodes: a lab has at most {MAX_NODES:,}")
         self.g.add_node(name, **opts)
         self._line(name)
         return name

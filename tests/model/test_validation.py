@@ -299,3 +299,24 @@ def test_a_yes_or_no_field_still_takes_yes_and_no() -> None:
     assert graph.spec.addressing.loopbacks is False
     assert takes_number_not_truth(int | None) and takes_number_not_truth(float)
     assert not takes_number_not_truth(int | bool) and not takes_number_not_truth(bool)
+
+
+def test_the_size_bound_holds_for_listed_nodes_and_for_a_topology_with_more() -> None:
+    """It was checked on generated topologies only: 33,299 listed nodes validated (14 s,
+    450 MB) and `up` would have tried them all as root."""
+    listed = "name: big\nnodes:\n" + "".join(f"  - {{name: n{i}}}\n" for i in range(10_001))
+    assert problems(listed) == ["lab.yaml:3:3: 10,001 nodes: a lab has at most 10,000"]
+    grid_and_one = (
+        "name: big\ntopology: {kind: grid, rows: 100, cols: 100}\nnodes:\n  - {name: extra}\n"
+    )
+    assert problems(grid_and_one) == ["lab.yaml:1:1: 10,001 nodes: a lab has at most 10,000"]
+
+
+def test_a_mininet_topology_stops_at_the_bound_as_it_is_built() -> None:
+    from pathlib import Path
+
+    from netrig.rig.prepare import load_file
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "mininet-bw.py"
+    with pytest.raises(SpecError, match="more than 10,000 nodes"):
+        load_file(str(example), topo="linear,100000")
