@@ -9,6 +9,7 @@ every node reaches half the lab through each neighbour in a handful of prefixes.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
@@ -138,6 +139,8 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
     _check_link_ends(graph, nodes, links, problems)
+    if not problems and any(g.a_addr or g.b_addr for g in graph.links):
+        _check_written_addresses(graph, nodes, links, problems)
     resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -210,6 +213,61 @@ def _check_link_ends(
                 f"each end needs its own{more(len(same))}",
             )
         )
+
+
+def _check_written_addresses(
+    graph: LabGraph,
+    nodes: dict[str, NodePlan],
+    links: list[LinkPlan],
+    problems: list[Problem],
+) -> None:
+    """Addresses written in the file against every other: one address on two interfaces
+    (a loopback included; netrig's pool handed out an address a written link held), and
+    one node's subnets that overlap (EEXIST for the second's route at build time; two
+    nodes may share a subnet, as behind a bridge made by exec lines). Only where the file
+    writes addresses: the pool alone gives neither."""
+    owner: dict[str, str] = {}
+    where: dict[str, str] = {}  # interface → where its link is in the file
+    written: set[str] = set()  # interfaces whose addresses the file wrote
+    for node in nodes.values():
+        for cidr in node.loopbacks:
+            owner.setdefault(cidr.split("/")[0], f"{node.name}:lo")
+    for node in nodes.values():
+        for iface in node.ifaces:
+            label = f"{node.name}:{iface.name}"
+            glink = graph.links[iface.link]
+            where[label] = graph.where(glink.path)
+            if glink.a_addr or glink.b_addr:
+                written.add(label)
+            for cidr in iface.addrs:
+                ip = cidr.split("/")[0]
+                other = owner.setdefault(ip, label)
+                if other != label and not _ends_of_one_link(other, label, links):
+                    at = where[other] if other in written and label not in written else where[label]
+                    problems.append(Problem(at, f"{label} and {other} both have address {ip}"))
+                    return
+    for node in nodes.values():  # one node's two subnets may not overlap: the kernel
+        spans = []  # refuses the second's connected route (EEXIST at build time)
+        for iface in node.ifaces:
+            for cidr in iface.addrs:
+                block = ip_network(cidr, strict=False)
+                spans.append((block.version, int(block.network_address),
+                              int(block.broadcast_address), iface.name, str(block)))  # fmt: skip
+        spans.sort()
+        for (va, _lo, hi, ia, pa), (vb, lo, _hi, ib, pb) in itertools.pairwise(spans):
+            if va == vb and lo <= hi and ia != ib:
+                a, b = f"{node.name}:{ia}", f"{node.name}:{ib}"
+                at = a if a in written and b not in written else b
+                problems.append(Problem(where[at], f"{b}'s subnet {pb} overlaps {a}'s {pa}: "
+                                                   "one node's links need subnets of their "
+                                                   "own"))  # fmt: skip
+                return
+
+
+def _ends_of_one_link(a: str, b: str, links: list[LinkPlan]) -> bool:
+    """Both ends of one link (that is _check_link_ends' to say)."""
+    ends = {a, b}
+    return any({f"{k.a}:{k.a_iface}", f"{k.b}:{k.b_iface}"} == ends for k in links)
 
 
 def _routes_in_child(plan: LabPlan, proto: Any) -> bool:

@@ -320,3 +320,42 @@ def test_a_mininet_topology_stops_at_the_bound_as_it_is_built() -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "mininet-bw.py"
     with pytest.raises(SpecError, match="more than 10,000 nodes"):
         load_file(str(example), topo="linear,100000")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (  # two links' subnets overlap: the second's route failed with EEXIST at build time
+            """\
+            name: r
+            nodes: [{name: a}, {name: b}, {name: c}]
+            links:
+              - {a: a, b: b, a_addr: 192.0.2.1/24, b_addr: 192.0.2.2/24}
+              - {a: b, b: c, a_addr: 192.0.2.5/24, b_addr: 192.0.2.6/24}
+            """,
+            "lab.yaml:5:5: b:eth1's subnet 192.0.2.0/24 overlaps b:eth0's 192.0.2.0/24",
+        ),
+        (  # a link address that is another node's loopback
+            """\
+            name: r
+            topology: {kind: chain, nodes: 3}
+            links:
+              - {a: n1, b: n2, a_addr: 198.18.0.2/24, b_addr: 198.18.0.9/24}
+            """,
+            "lab.yaml:4:5: n1:eth0 and n2:lo both have address 198.18.0.2",
+        ),
+        (  # the pool handed out an address a written link holds
+            """\
+            name: r
+            topology: {kind: chain, nodes: 3}
+            addressing: {ipv4: 198.51.100.0/24}
+            links:
+              - {a: n1, b: n2, a_addr: 198.51.100.129/25, b_addr: 198.51.100.130/25}
+            """,
+            "lab.yaml:5:5: n3:eth0 and n1:eth0 both have address 198.51.100.129",
+        ),
+    ],
+)
+def test_written_addresses_that_clash_are_refused_at_their_link(text: str, says: str) -> None:
+    (found,) = problems(text)
+    assert found.startswith(says), found
