@@ -13,6 +13,7 @@ namespace); the main thread never leaves the host's namespace.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import queue
 import sys
@@ -418,14 +419,20 @@ class SysctlWriter:
         if self._root is None and not self._fallback:
             self._root = _detached_proc()
             self._fallback = self._root is None
-        if self._root is None:
-            fd = os.open("/proc/" + path, os.O_WRONLY)
-        else:
-            fd = os.open(path, os.O_WRONLY, dir_fd=self._root)
         try:
-            os.write(fd, str(value).encode())
-        finally:
-            os.close(fd)
+            if self._root is None:
+                fd = os.open("/proc/" + path, os.O_WRONLY)
+            else:
+                fd = os.open(path, os.O_WRONLY, dir_fd=self._root)
+            try:
+                os.write(fd, str(value).encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:  # which key: "[Errno 22] Invalid argument" said nothing
+            why = exc.strerror or str(exc)
+            if exc.errno in (errno.EACCES, errno.EPERM):  # e.g. net.core.rmem_max
+                why += " (a key the kernel keeps for the host, not per network namespace)"
+            raise OSError(exc.errno, f"sysctl {key} = {value}: {why}") from None
 
     def close(self) -> None:
         if self._root is not None:

@@ -418,7 +418,10 @@ def _net_sysctls(value: dict[str, Any]) -> dict[str, str]:
                 f"sysctl {key!r}: only net.* keys are allowed (they apply per namespace; "
                 "others would change the host)"
             )
-        out[str(key)] = str(int(val) if isinstance(val, bool) else val)
+        text = str(int(val) if isinstance(val, bool) else val)
+        if not re.fullmatch(r"[A-Za-z0-9_.:/ \t-]*", text):  # numbers, names, lists of them
+            raise ValueError(f"sysctl {key}: {text!r} is no value a sysctl takes")
+        out[str(key)] = text
     return out
 
 

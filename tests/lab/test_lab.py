@@ -224,3 +224,17 @@ def test_a_switched_lab_without_routing_carries_traffic_when_up_returns(make_lab
     faults.set_link(lab, "b", "sw", up=True)
     again = lab.exec("a", ping, capture_output=True)
     assert " 0% packet loss" in again.stdout, again.stdout
+
+
+def test_a_sysctl_the_kernel_refuses_is_named(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """net.core.rmem_max is the host's, not per namespace: `up` said only "[Errno 13]
+    Permission denied"; it names the key and why, and leaves nothing behind."""
+    from tests.conftest import netrig_cli
+
+    path = tmp_path / "lab.yaml"
+    path.write_text(f"name: {lab_name}\ntopology: {{kind: pair}}\n"
+                    "sysctls: {net.core.rmem_max: 1000000}\n")  # fmt: skip
+    done = netrig_cli("up", "-q", str(path))
+    assert done.returncode == 1
+    assert "sysctl net.core.rmem_max = 1000000: Permission denied (a key the kernel keeps" in done.stderr
+    assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab_name}-")]

@@ -359,3 +359,14 @@ def test_a_mininet_topology_stops_at_the_bound_as_it_is_built() -> None:
 def test_written_addresses_that_clash_are_refused_at_their_link(text: str, says: str) -> None:
     (found,) = problems(text)
     assert found.startswith(says), found
+
+
+def test_a_sysctl_value_that_is_no_sysctls_is_refused_at_its_key() -> None:
+    assert problems("""\
+        name: r
+        topology: {kind: pair}
+        sysctls:
+          net.ipv4.ip_forward: "1; reboot"
+        """) == ["lab.yaml:4:3: sysctl net.ipv4.ip_forward: '1; reboot' is no value a sysctl takes"]
+    graph = load_text('name: r\ntopology: {kind: pair}\nsysctls: {net.ipv4.tcp_rmem: "4096 87380 6291456"}\n')
+    assert graph.spec.sysctls == {"net.ipv4.tcp_rmem": "4096 87380 6291456"}
