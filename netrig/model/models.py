@@ -56,6 +56,8 @@ def _ifname(value: str) -> str:
     bad = [c for c in value if c in "/:" or c.isspace()]
     if bad:
         raise ValueError(f"interface name {value!r} contains {bad[0]!r}, which the kernel refuses")
+    if value in ("all", "default"):  # net.ipv4.conf.all and .default: EINVAL at build
+        raise ValueError(f"interface name {value!r} is the kernel's own (its sysctl folders)")
     return value
 
 

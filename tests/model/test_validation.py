@@ -108,6 +108,13 @@ def test_interface_name_with_refused_character() -> None:
           - {a: n1, b: n2, b_ifname: "eth/0"}
         """)
     assert msg == "lab.yaml:4:30: interface name 'eth/0' contains '/', which the kernel refuses"
+    (msg,) = problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, a_ifname: all}
+        """)
+    assert msg == "lab.yaml:4:30: interface name 'all' is the kernel's own (its sysctl folders)"
 
 
 def test_lab_name_rules() -> None:
