@@ -244,7 +244,10 @@ def _check_shared_netns(graph: LabGraph, problems: list[Problem]) -> None:
             continue
         where = graph.where((*graph.node_paths[name], "netns"))
         other = graph.nodes.get(node.netns)
-        if other is None or node.netns == name:
+        if node.netns == name:
+            problems.append(Problem(where, f"netns: {name!r} is this node itself; name the "
+                                           "node whose namespace it shares"))  # fmt: skip
+        elif other is None:
             hint = _did_you_mean(node.netns, graph.nodes)
             problems.append(Problem(where, f"netns: no other node {node.netns!r}{hint}"))
         elif other.netns is not None or other.kind != "host":

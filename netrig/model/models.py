@@ -17,6 +17,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -356,7 +357,12 @@ class Addressing(Strict):
 
     @field_validator("ipv4", "ipv6", mode="before")
     @classmethod
-    def _false_means_off(cls, value: Any) -> Any:
+    def _false_means_off(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is True:  # it was taken for the number 1: a pool 0.0.0.1/32
+            raise ValueError(
+                f"true is no pool: leave {info.field_name} out for netrig's own, give one "
+                "(e.g. 198.51.100.0/24), or false for none"
+            )
         return None if value is False else value
 
     @model_validator(mode="after")

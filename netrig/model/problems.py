@@ -25,6 +25,8 @@ class SpecError(Exception):
     exit_code = 2
 
     def __init__(self, problems: list[Problem]) -> None:
+        # one problem found twice (once per IP version, say) is said once
+        problems = list(dict.fromkeys(problems))
         super().__init__("\n".join(str(p) for p in problems))
         self.problems = problems
 

@@ -377,3 +377,27 @@ def test_a_sysctl_value_that_is_no_sysctls_is_refused_at_its_key() -> None:
         """) == ["lab.yaml:4:3: sysctl net.ipv4.ip_forward: '1; reboot' is no value a sysctl takes"]
     graph = load_text('name: r\ntopology: {kind: pair}\nsysctls: {net.ipv4.tcp_rmem: "4096 87380 6291456"}\n')
     assert graph.spec.sysctls == {"net.ipv4.tcp_rmem": "4096 87380 6291456"}
+
+
+def test_small_mistakes_are_said_once_and_plainly() -> None:
+    # found once per IP version, it had been said twice
+    assert problems("""\
+        name: r
+        topology: {kind: pair}
+        links:
+          - {a: n1, b: n2, a_addr: 198.18.0.1/24}
+        """) == [
+        "lab.yaml:4:3: n2:eth0 has no explicit address but shares a subnet with ports that "
+        "do; give addresses to every end or to none"
+    ]
+    # "(did you mean 'n1'?)" of n1 itself
+    assert problems("""\
+        name: r
+        nodes: [{name: n1, netns: n1}, {name: n2}]
+        links: [{a: n1, b: n2}]
+        """) == [
+        "lab.yaml:2:27: netns: 'n1' is this node itself; name the node whose namespace it shares"
+    ]
+    # true had been taken for 1: "ipv4 pool 0.0.0.1/32 is too small"
+    (pool,) = problems("name: r\ntopology: {kind: pair}\naddressing: {ipv4: true}\n")
+    assert pool.startswith("lab.yaml:3:20: true is no pool")
