@@ -497,6 +497,9 @@ def _segments(
     return segments
 
 
+MAX_ADDRESSES = 1_000_000  # interface addresses in one lab, aliases included
+
+
 def _assign_addresses(
     graph: LabGraph,
     nodes: dict[str, NodePlan],
@@ -520,6 +523,20 @@ def _assign_addresses(
     networks = [NetworkPlan([], list(seg.members), seg.cost) for seg in segments]
     hosts = [n for n in nodes.values() if n.kind == "host" and not n.shares]
     auto = addressing.auto
+    ports = sum(len(seg.members) * (1 + seg.aliases) for seg in segments if not seg.explicit)
+    # counted before any is made (a 100x100 grid with aliases: 1024 took 7 min and 3.6 GB
+    # to be refused for its IPv4 pool, while IPv6 went on)
+    if auto and ports * len(families) > MAX_ADDRESSES:
+        most = max(seg.aliases for seg in segments)
+        problems.append(
+            Problem(
+                graph.where(("addressing",)),
+                f"{ports * len(families):,} interface addresses"
+                + (f" ({most} aliases on a link)" if most else "")
+                + f": a lab has at most {MAX_ADDRESSES:,}; give fewer aliases or links",
+            )
+        )
+        return networks
     for pool in families:
         loop_half, link_half = pool.subnets(prefixlen_diff=1)
         v4 = pool.version == 4

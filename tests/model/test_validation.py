@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import time
 
 import pytest
 
@@ -401,3 +402,14 @@ def test_small_mistakes_are_said_once_and_plainly() -> None:
     # true had been taken for 1: "ipv4 pool 0.0.0.1/32 is too small"
     (pool,) = problems("name: r\ntopology: {kind: pair}\naddressing: {ipv4: true}\n")
     assert pool.startswith("lab.yaml:3:20: true is no pool")
+
+
+def test_aliases_beyond_what_a_lab_can_hold_are_refused_before_any_is_made() -> None:
+    started = time.monotonic()
+    (found,) = problems("name: r\ntopology: {kind: ring, nodes: 1000}\n"
+                        "link_defaults: {aliases: 1024}\n")  # fmt: skip
+    assert found.endswith(
+        "4,100,000 interface addresses (1024 aliases on a link): a lab has at most "
+        "1,000,000; give fewer aliases or links"
+    )
+    assert time.monotonic() - started < 5  # a 100x100 grid so had taken 7 min and 3.6 GB
