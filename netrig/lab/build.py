@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -84,8 +85,12 @@ def preflight(plan: LabPlan, ledger: Ledger) -> None:
         )
     taken = [n.ns for n in plan.nodes.values() if netns.exists(n.ns)]
     if taken:
+        owner = ledger.netns_owner(taken[0])
         raise BadInput(
-            f"namespace {taken[0]!r} already exists and is not part of a netrig lab; "
+            f"namespace {taken[0]!r} belongs to node {owner[1]} of lab {owner[0]!r}: the "
+            "names collide (lab name - node name). Choose another lab name"
+            if owner
+            else f"namespace {taken[0]!r} already exists and is not part of a netrig lab; "
             "netrig will not touch it. Choose another lab name"
         )
 
@@ -337,7 +342,13 @@ def _record_names(lab: str, nodes: list[NodePlan], ledger: Ledger) -> None:
     names = [n.ns for n in nodes]
     made: list[str] = []
     with stopsignals.held():
-        ledger.intend_netns(lab, [(n.ns, n.name) for n in nodes])
+        try:
+            ledger.intend_netns(lab, [(n.ns, n.name) for n in nodes])
+        except sqlite3.IntegrityError:  # another lab recorded one of these names meanwhile
+            raise BadInput(
+                f"a namespace of lab {lab!r} was taken by another lab built at the same "
+                "moment: their names collide (lab name - node name). Choose another lab name"
+            ) from None
         try:
             netns.make_mount_points(names, made)
         except BaseException as exc:

@@ -193,6 +193,13 @@ class Ledger:
                 [(lab, "netns", ns, node, "intent", now) for ns, node in names],
             )
 
+    def netns_owner(self, ns: str) -> tuple[str, str] | None:
+        """(lab, node) that recorded namespace NS, or None."""
+        row = self.db.execute(
+            "SELECT lab, node FROM objects WHERE kind='netns' AND name=?", (ns,)
+        ).fetchone()
+        return (str(row[0]), str(row[1])) if row else None
+
     def created_netns(self, inodes: dict[str, int]) -> None:
         with self.transaction() as db:
             db.executemany(

@@ -238,3 +238,30 @@ def test_a_sysctl_the_kernel_refuses_is_named(tmp_path, lab_name) -> None:  # ty
     assert done.returncode == 1
     assert "sysctl net.core.rmem_max = 1000000: Permission denied (a key the kernel keeps" in done.stderr
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab_name}-")]
+
+
+def test_labs_whose_namespace_names_collide_are_told_apart(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """Lab X with node a-1 and lab X-a with node 1 both name a namespace X-a-1: the second
+    had been told that namespace is 'not part of a netrig lab', and one built at the same
+    moment ended in sqlite3.IntegrityError's traceback."""
+    import pytest
+
+    from netrig.lab.build import BadInput
+    from netrig.lab.ledger import Ledger
+
+    first = {"name": lab_name, "nodes": [{"name": "a-1"}, {"name": "b"}],
+             "links": [{"a": "a-1", "b": "b"}]}  # fmt: skip
+    second = {"name": f"{lab_name}-a", "nodes": [{"name": "1"}, {"name": "b"}],
+              "links": [{"a": "1", "b": "b"}]}  # fmt: skip
+    with Lab.from_spec(first):
+        with pytest.raises(BadInput, match=f"belongs to node a-1 of lab '{lab_name}'"):
+            Lab.from_spec(second).up()
+    # the same moment: the other lab has recorded the name, not yet made it
+    ledger = Ledger(str(tmp_path / "state"))
+    ledger.begin_lab(lab_name, 2, None)
+    ledger.intend_netns(lab_name, [(f"{lab_name}-a-1", "a-1")])
+    late = Lab(Lab.from_spec(second).plan, ledger)
+    with pytest.raises(BadInput, match="taken by another lab built at the same moment"):
+        late.up()
+    assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab_name}-")]
+    assert ledger.lab(f"{lab_name}-a") is None
