@@ -253,9 +253,9 @@ def test_labs_whose_namespace_names_collide_are_told_apart(tmp_path, lab_name) -
              "links": [{"a": "a-1", "b": "b"}]}  # fmt: skip
     second = {"name": f"{lab_name}-a", "nodes": [{"name": "1"}, {"name": "b"}],
               "links": [{"a": "1", "b": "b"}]}  # fmt: skip
-    with Lab.from_spec(first):
-        with pytest.raises(BadInput, match=f"belongs to node a-1 of lab '{lab_name}'"):
-            Lab.from_spec(second).up()
+    taken = f"belongs to node a-1 of lab '{lab_name}'"
+    with Lab.from_spec(first), pytest.raises(BadInput, match=taken):
+        Lab.from_spec(second).up()
     # the same moment: the other lab has recorded the name, not yet made it
     ledger = Ledger(str(tmp_path / "state"))
     ledger.begin_lab(lab_name, 2, None)
