@@ -132,7 +132,8 @@ def test_commands_without_root_work_as_any_user(
     assert (nobody_dir / "p.png").stat().st_size > 1000
     # nobody's home is /nonexistent: matplotlib had warned at every plot and report
     quiet = as_nobody("plot", "after", "--kind", "box", "--y", "throughput", "-o", "q.png",
-                      "--db", db, cwd=nobody_dir)  # fmt: skip
+                      "--db", db, cwd=nobody_dir,
+                      env={"HOME": "/nonexistent", "MPLCONFIGDIR": ""})  # fmt: skip
     assert quiet.returncode == 0 and "Matplotlib" not in quiet.stderr, quiet.stderr
     ok("report", "after", "-o", "r.html", "--db", db)
     assert "<html" in (nobody_dir / "r.html").read_text().lower()

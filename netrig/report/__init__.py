@@ -10,7 +10,7 @@ import os
 
 
 def _matplotlib_folder() -> None:
-    if "MPLCONFIGDIR" in os.environ:
+    if os.environ.get("MPLCONFIGDIR"):  # set and not empty (as matplotlib reads it)
         return
     home = os.path.expanduser("~")
     config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
