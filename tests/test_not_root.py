@@ -133,7 +133,7 @@ def test_commands_without_root_work_as_any_user(
     # nobody's home is /nonexistent: matplotlib had warned at every plot and report
     quiet = as_nobody("plot", "after", "--kind", "box", "--y", "throughput", "-o", "q.png",
                       "--db", db, cwd=nobody_dir,
-                      env={"HOME": "/nonexistent", "MPLCONFIGDIR": ""})  # fmt: skip
+                      env={"HOME": "/nonexistent", "MPLCONFIGDIR": "", "TMPDIR": str(nobody_dir)})  # fmt: skip
     assert quiet.returncode == 0 and "Matplotlib" not in quiet.stderr, quiet.stderr
     ok("report", "after", "-o", "r.html", "--db", db)
     assert "<html" in (nobody_dir / "r.html").read_text().lower()
