@@ -165,9 +165,10 @@ def _convert(reader: _Reader) -> dict[str, Any]:
     if not isinstance(raw_links, list):
         reader.refuse(("topology", "links"), "links must be a list")
         raw_links = []
+    ends_used: dict[tuple[str, str], Path] = {}
     for i, raw in enumerate(raw_links):
         link = _link(reader, raw, ("topology", "links", i), kinds, len(links))
-        if link is not None:
+        if link is not None and _ends_free(reader, link, ends_used, ("topology", "links", i)):
             links.append(link)
     _lift_addresses(reader, nodes, links)
     reader.marks[("name",)] = ("name",)
@@ -463,6 +464,24 @@ def _anchor(target: str) -> str:
     while not os.path.isdir(anchor):
         anchor = os.path.dirname(anchor)
     return anchor
+
+
+def _ends_free(
+    reader: _Reader, link: dict[str, Any], used: dict[tuple[str, str], Path], path: Path
+) -> bool:
+    """Each interface is the end of one link: a second link from a:eth1 is refused as that
+    (it had been called a duplicate link, whatever its other end)."""
+    for end in ("a", "b"):
+        key = (link[end], link[f"{end}_ifname"])
+        if key in used:
+            line = reader.where(used[key]).rsplit(":", 2)[-2]
+            reader.refuse((*path, "endpoints"), f"interface {key[0]}:{key[1]} is already an "
+                                                f"end of the link on line {line}; an "
+                                                "interface is the end of one link")  # fmt: skip
+            return False
+    for end in ("a", "b"):
+        used[(link[end], link[f"{end}_ifname"])] = path
+    return True
 
 
 def _link(

@@ -139,6 +139,13 @@ def test_defaults_kinds_groups_inherit_as_containerlab(tmp_path: Path) -> None:
         ("    r1: {kind: linux, network-mode: host}\n", 4, "network-mode 'host'"),
         ("    r1: {kind: linux, binds: [/var/run/somedir]}\n", 4, "anonymous volume"),
         ("    r1: {kind: linux, flavour: x}\n", 4, "key 'flavour' is not supported"),
+        (  # an interface on two links: it had been called a duplicate link
+            "    a: {kind: linux}\n    b: {kind: linux}\n    c: {kind: linux}\n"
+            '  links:\n    - endpoints: ["a:eth1", "b:eth1"]\n'
+            '    - endpoints: ["a:eth1", "c:eth1"]\n',
+            10,
+            "interface a:eth1 is already an end of the link on line 9",
+        ),
     ],
 )
 def test_refused_at_file_line(tmp_path: Path, body: str, line: int, words: str) -> None:
