@@ -143,8 +143,8 @@ def test_defaults_kinds_groups_inherit_as_containerlab(tmp_path: Path) -> None:
             "    a: {kind: linux}\n    b: {kind: linux}\n    c: {kind: linux}\n"
             '  links:\n    - endpoints: ["a:eth1", "b:eth1"]\n'
             '    - endpoints: ["a:eth1", "c:eth1"]\n',
-            10,
-            "interface a:eth1 is already an end of the link on line 9",
+            9,
+            "interface a:eth1 is already an end of the link on line 8",
         ),
     ],
 )
