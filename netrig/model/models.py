@@ -199,8 +199,15 @@ def _bind(value: Any) -> str:
     for path in parts[:2]:
         if not path.startswith("/"):
             raise ValueError(f"bind {value!r}: {path!r} is not an absolute path")
-    if os.path.normpath(parts[1]) == "/":
+    inside = os.path.normpath(parts[1])
+    if inside == "/":
         raise ValueError(f"bind {value!r}: cannot mount over /")
+    for kernel in ("/proc", "/sys"):  # the node's own: netrig mounts them for it
+        if inside == kernel or inside.startswith(kernel + "/"):
+            raise ValueError(
+                f"bind {value!r}: {kernel} in a node is the kernel's, mounted by netrig for "
+                "the node (every exec in it failed after such a bind)"
+            )
     return str(value)
 
 

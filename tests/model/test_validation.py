@@ -413,3 +413,15 @@ def test_aliases_beyond_what_a_lab_can_hold_are_refused_before_any_is_made() -> 
         "1,000,000; give fewer aliases or links"
     )
     assert time.monotonic() - started < 5  # a 100x100 grid so had taken 7 min and 3.6 GB
+
+
+def test_a_bind_over_the_nodes_proc_or_sys_is_refused() -> None:
+    """It validated and came up, then every `netrig exec` in the node failed."""
+    (found,) = problems("""\
+        name: r
+        nodes:
+          - {name: n1, binds: ["/tmp:/proc/x"]}
+          - {name: n2}
+        links: [{a: n1, b: n2}]
+        """)
+    assert found.startswith("lab.yaml:3:24: bind '/tmp:/proc/x': /proc in a node is the kernel's")
