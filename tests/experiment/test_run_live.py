@@ -24,6 +24,7 @@ from netrig.model.load import SpecError
 from netrig.results.store import ResultStore
 from netrig.rig.prepare import load_experiment, load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
+from tests.processes import on_terminal, signalled_inside
 
 pytestmark = [requires_root, pytest.mark.root]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -502,11 +503,6 @@ def test_a_run_on_a_terminal_shows_its_progress_bar(tmp_path: Path) -> None:
     """On a terminal (as typed in a shell, not piped) rich draws a progress bar, which
     enters the console: netrig's lazy console stand-in did not forward that, and every
     `netrig run` on a terminal ended at once with a dump of 'lost sys.stderr' (exit 1)."""
-    import errno
-    import fcntl
-    import struct
-    import termios
-
     name = new_lab_name("tt")
     path = write(tmp_path, "tty", f"""\
         name: {name}
@@ -515,27 +511,10 @@ def test_a_run_on_a_terminal_shows_its_progress_bar(tmp_path: Path) -> None:
           - ping: {{src: n1, dst: n2, count: 2, interval: 10ms}}
         repeat: 2
         """)  # fmt: skip
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "run", path, "--db", str(tmp_path / "r.db")],
-        stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-    )  # fmt: skip
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError as e:  # EIO: the terminal's last writer is gone
-            if e.errno != errno.EIO:
-                raise
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert proc.wait(timeout=120) == 0, b"".join(chunks).decode(errors="replace")[-2000:]
-    shown = b"".join(chunks).decode(errors="replace")
+    argv = [sys.executable, "-m", "netrig", "run", path, "--db", str(tmp_path / "r.db")]
+    code, printed = on_terminal(argv, stderr_too=True)
+    shown = printed.decode(errors="replace")
+    assert code == 0, shown[-2000:]
     assert "ETA" in shown and "2/2" in shown and "2 runs stored" in shown, shown[-2000:]
     assert "Traceback" not in shown and "lost sys.stderr" not in shown
 
@@ -552,22 +531,8 @@ def test_ctrl_c_while_the_summary_prints_is_only_noted(tmp_path: Path, lab_name:
         measure:
           - ping: {{src: n1, dst: n2, count: 1}}
         """)  # fmt: skip
-    program = (
-        "import os, signal, sys\n"
-        "import netrig.cli.cmd_run as cmd_run\n"
-        "from netrig.cli import main\n"
-        "real = cmd_run.print_summary\n"
-        "def impatient(*args, **kwargs):\n"
-        "    for _ in range(2):\n"
-        "        os.kill(os.getpid(), signal.SIGINT)\n"
-        "        signal.pthread_sigmask(signal.SIG_BLOCK, [])  # its handler runs by here\n"
-        "    real(*args, **kwargs)\n"
-        "cmd_run.print_summary = impatient\n"
-        f"sys.argv = ['netrig', 'run', {path!r}, '--db', {str(tmp_path / 'r.db')!r}]\n"
-        "main()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    argv = ["run", path, "--db", str(tmp_path / "r.db")]
+    done = signalled_inside("netrig.cli.cmd_run", "print_summary", argv, signal.SIGINT, times=2)
     assert done.returncode == 130, done.stderr
     assert "1 run stored" in done.stderr and "rtt_avg" in done.stdout, done.stderr
     assert "removed" not in done.stderr and "Traceback" not in done.stderr

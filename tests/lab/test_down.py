@@ -4,6 +4,7 @@ the grace period, each by PID) and its namespaces are gone."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from netrig.lab import netns
 from netrig.lab.ledger import Ledger, process_alive, process_starttime
 from netrig.lab.teardown import end_processes, teardown
 from tests.conftest import netrig_cli, requires_root, requires_tool
+from tests.processes import signalled_inside
 
 IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " + (
     "print('ready', flush=True); time.sleep(600)"
@@ -119,21 +121,7 @@ def test_sigterm_during_down_waits_for_the_removal(make_lab) -> None:  # type: i
     """SIGTERM had killed `down` midway: 105 of 200 namespaces left, the ledger saying 'up'.
     Now the removal finishes, then `down` says so and exits 143."""
     lab = make_lab({"topology": {"kind": "chain", "nodes": 20}}, check=False)
-    program = (
-        "import os, signal, sys\n"
-        "import netrig.cli.cmd_down as cmd_down\n"
-        "from netrig.cli import main\n"
-        "real = cmd_down.teardown\n"
-        "def hurried(*args, **kwargs):\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
-        "    signal.pthread_sigmask(signal.SIG_BLOCK, [])  # its handler runs by here\n"
-        "    return real(*args, **kwargs)\n"
-        "cmd_down.teardown = hurried\n"
-        f"sys.argv = ['netrig', 'down', {lab.name!r}]\n"
-        "main()\n"
-    )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    done = signalled_inside("netrig.cli.cmd_down", "teardown", ["down", lab.name], signal.SIGTERM)
     assert done.returncode == 143, done.stderr
     assert "removed 20 namespaces" in done.stdout and "SIGTERM came while removing" in done.stderr
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab.name}-")]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
 from ministat_harness import INSTALL_HINT, ministat_path
+
+from tests.processes import on_terminal
 
 X1 = b"1\n2\n3\n"
 X2 = b"10\n11\n13\n"
@@ -82,28 +80,6 @@ def test_short_h_is_an_unknown_option_like_ministat() -> None:
     assert p.stderr.startswith(b"ministat: invalid option -- 'h'\nUnknown option\nUsage:")
 
 
-def _on_terminal(argv: list[str], columns: int, env: dict[str, str]) -> bytes:
-    """Run with stdout on a pseudo-terminal `columns` wide; return what it printed."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError as e:  # EIO: the terminal's last writer is gone
-            if e.errno != errno.EIO:
-                raise
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    proc.wait(timeout=60)
-    return b"".join(chunks)
-
-
 @pytest.mark.parametrize("columns_env", [None, "50", "30x"])
 def test_terminal_width_matches_ministat(
     ministat: str, tmp_path: Path, columns_env: str | None
@@ -113,7 +89,7 @@ def test_terminal_width_matches_ministat(
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns_env is not None:
         env["COLUMNS"] = columns_env
-    real = _on_terminal([ministat, str(tmp_path / "a")], 100, env)
-    ours = _on_terminal([sys.executable, "-m", "netrig", "stat", str(tmp_path / "a")], 100, env)
+    _, real = on_terminal([ministat, str(tmp_path / "a")], 100, env)
+    _, ours = on_terminal([sys.executable, "-m", "netrig", "stat", str(tmp_path / "a")], 100, env)
     assert real.count(b"\n") > 5
     assert ours == real
