@@ -77,3 +77,19 @@ def test_points_are_listed_by_value_whatever_order_they_finished_in(tmp_path: Pa
         assert [r.label for r in summarize(store, eid)] == [
             "hops=1, cc=reno", "hops=5, cc=reno", "hops=8, cc=reno", "hops=10, cc=reno",
         ]  # fmt: skip
+
+
+def test_a_metric_reads_in_the_unit_of_its_largest_median(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The first point's median had chosen the unit: 643 bit/s during a cut made every
+    other point's throughput read 4586552905 bit/s."""
+    from netrig.cli.cmd_run import print_summary
+
+    with ResultStore(tmp_path / "s.db") as store:
+        eid = store.begin_experiment("unit", "text", {})
+        for protocol, value in (("babel", 643.0), ("ospf", 4.5866e9)):
+            samples = [Sample("throughput", value, "bit/s")]
+            store.record_run(eid, {"protocol": protocol}, 1, "ok", {"iperf3": samples})
+        print_summary(store, eid, "unit")
+    shown = capsys.readouterr().out
+    assert "throughput (Gbit/s)" in shown and "4.587" in shown
+    assert "bit/s)" not in shown.replace("Gbit/s)", "")
