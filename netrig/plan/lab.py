@@ -9,7 +9,6 @@ every node reaches half the lab through each neighbour in a handful of prefixes.
 
 from __future__ import annotations
 
-import itertools
 import zlib
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
@@ -140,7 +139,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     networks = _assign_addresses(graph, nodes, segments, problems)
     _check_link_ends(graph, nodes, links, problems)
     if not problems and any(g.a_addr or g.b_addr for g in graph.links):
-        _check_written_addresses(graph, nodes, links, problems)
+        _check_written_addresses(graph, nodes, links, networks, problems)
     resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -219,13 +218,16 @@ def _check_written_addresses(
     graph: LabGraph,
     nodes: dict[str, NodePlan],
     links: list[LinkPlan],
+    networks: list[NetworkPlan],
     problems: list[Problem],
 ) -> None:
     """Addresses written in the file against every other: one address on two interfaces
-    (a loopback included; netrig's pool handed out an address a written link held), and
-    one node's subnets that overlap (EEXIST for the second's route at build time; two
-    nodes may share a subnet, as behind a bridge made by exec lines). Only where the file
-    writes addresses: the pool alone gives neither."""
+    (a loopback included; netrig's pool handed out an address a written link held), and a
+    written subnet that overlaps another subnet of the same node (EEXIST for the second's
+    route at build time). Allowed: link-local addresses (fe80::1 on every link is usual),
+    one subnet on a node's several ports of one segment (batman, shared-subnet), and one
+    subnet on two nodes (as behind a bridge made by exec lines). Only where the file writes
+    addresses: the pool alone gives none of these."""
     owner: dict[str, str] = {}
     where: dict[str, str] = {}  # interface → where its link is in the file
     written: set[str] = set()  # interfaces whose addresses the file wrote
@@ -241,27 +243,42 @@ def _check_written_addresses(
                 written.add(label)
             for cidr in iface.addrs:
                 ip = cidr.split("/")[0]
+                if _link_local(ip):
+                    continue
                 other = owner.setdefault(ip, label)
                 if other != label and not _ends_of_one_link(other, label, links):
                     at = where[other] if other in written and label not in written else where[label]
                     problems.append(Problem(at, f"{label} and {other} both have address {ip}"))
                     return
-    for node in nodes.values():  # one node's two subnets may not overlap: the kernel
-        spans = []  # refuses the second's connected route (EEXIST at build time)
+    segment = {f"{n}:{port}": k for k, net in enumerate(networks) for n, port in net.members}
+    for node in nodes.values():
+        spans = []
         for iface in node.ifaces:
+            label = f"{node.name}:{iface.name}"
             for cidr in iface.addrs:
-                block = ip_network(cidr, strict=False)
-                spans.append((block.version, int(block.network_address),
-                              int(block.broadcast_address), iface.name, str(block)))  # fmt: skip
+                if not _link_local(cidr.split("/")[0]):
+                    block = ip_network(cidr, strict=False)
+                    spans.append((block.version, int(block.network_address),
+                                  int(block.broadcast_address), label, str(block)))  # fmt: skip
         spans.sort()
-        for (va, _lo, hi, ia, pa), (vb, lo, _hi, ib, pb) in itertools.pairwise(spans):
-            if va == vb and lo <= hi and ia != ib:
-                a, b = f"{node.name}:{ia}", f"{node.name}:{ib}"
-                at = a if a in written and b not in written else b
-                problems.append(Problem(where[at], f"{b}'s subnet {pb} overlaps {a}'s {pa}: "
-                                                   "one node's links need subnets of their "
-                                                   "own"))  # fmt: skip
-                return
+        active: list[tuple[int, int, str, str]] = []  # (version, last address, port, prefix)
+        for version, lo, hi, b, pb in spans:  # a sweep: each against those still open
+            active = [x for x in active if x[0] != version or x[1] >= lo]
+            for va, _hi, a, pa in active:
+                if va == version and a != b and segment.get(a) != segment.get(b) and (
+                    a in written or b in written
+                ):
+                    at = a if a in written and b not in written else b
+                    problems.append(Problem(where[at], f"{b}'s subnet {pb} overlaps {a}'s "
+                                                       f"{pa}: one node's links need subnets "
+                                                       "of their own"))  # fmt: skip
+                    return
+            active.append((version, hi, b, pb))
+
+
+def _link_local(ip: str) -> bool:
+    """fe80::/10: the same address on every link of a node is usual, and routes none."""
+    return ip[:3].lower() in ("fe8", "fe9", "fea", "feb") and ":" in ip
 
 
 def _ends_of_one_link(a: str, b: str, links: list[LinkPlan]) -> bool:

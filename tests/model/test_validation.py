@@ -425,3 +425,31 @@ def test_a_bind_over_the_nodes_proc_or_sys_is_refused() -> None:
         links: [{a: n1, b: n2}]
         """)
     assert found.startswith("lab.yaml:3:24: bind '/tmp:/proc/x': /proc in a node is the kernel's")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one link-local address on every link of a node is usual (routers do it)
+        """\
+        name: r
+        topology: {kind: chain, nodes: 3}
+        links:
+          - {a: n1, b: n2, a_addr: "fe80::2/64", b_addr: "fe80::1/64"}
+          - {a: n2, b: n3, a_addr: "fe80::1/64", b_addr: "fe80::3/64"}
+        """,
+        # batman puts a node's mesh ports in one subnet on purpose; a written LAN address
+        # elsewhere in the file had made that an "overlap"
+        """\
+        name: r
+        topology: {kind: ring, nodes: 4}
+        routing: {protocol: batman}
+        nodes: [{name: lan, kind: switch}, {name: h1}]
+        links:
+          - {a: n1, b: lan, a_addr: 192.0.2.1/24}
+          - {a: h1, b: lan, a_addr: 192.0.2.2/24}
+        """,
+    ],
+)
+def test_addresses_that_may_repeat_or_overlap_are_taken(text: str) -> None:
+    plan_lab(load_text(textwrap.dedent(text), "lab.yaml"))
