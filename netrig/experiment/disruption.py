@@ -213,7 +213,9 @@ def _throughput_phases(
         # `before` again; a noisy dip after it is not the disruption (a throughput of 4-6
         # against 10.9 Gbit/s before kept a 1-s cap "during" to the end of the run)
         low = HALF * statistics.median(before)
-        back = [t for t, v in points if t + width > recovered and v >= low]
+        # an interval is after the last event when most of it is (as `during` and `after`
+        # below count it): one begun before the event would end the disruption at once
+        back = [t for t, v in points if t + width / 2 >= recovered and v >= low]
         recovered = max(recovered, back[0]) if back else points[-1][0] + width
     during = [v for t, v in points if first <= t + width / 2 < recovered]
     after = [v for t, v in points if t + width / 2 >= recovered]

@@ -152,3 +152,15 @@ def test_without_probes_a_dip_after_the_recovery_is_not_the_disruption() -> None
     never = derive([Applied("link a-b down @ 2s", 2.0)], flow([10, 10, 10, 10, 1, 2, 3]))
     assert by_stream(never, "throughput_during")[None] == pytest.approx(2.0)
     assert "throughput_after" not in {s.metric for s in never}  # never back: no `after`
+
+
+def test_without_probes_an_interval_begun_before_the_event_is_no_recovery() -> None:
+    """The event at 2.06 s lands in the interval begun at 2.0 (still at 60 of 100): that
+    interval had ended the disruption at once, and the outage was averaged into `after`."""
+    width = 0.1
+    values = [100.0] * 20 + [60.0] + [0.0] * 10 + [100.0] * 10  # 2.0: 60, 2.1-3.0: 0
+    series = [("iperf3", Sample("throughput", v, "bit/s", round(i * width, 3)))
+              for i, v in enumerate(values)]  # fmt: skip
+    out = derive([Applied("link a-b down @ 2.06s", 2.06)], series)
+    assert by_stream(out, "throughput_during")[None] == pytest.approx(0.0)
+    assert by_stream(out, "throughput_after")[None] == pytest.approx(100.0)
