@@ -309,9 +309,9 @@ def probe_times(known: dict[int, float], count: int, interval: float, began: flo
     exactly (probe 100 of a 10 ms series went out at +1034 ms), so number × interval from one
     start drifts by tens of ms within seconds, and outages with it. Nothing answered: from
     `began`, number × interval."""
-    if not known:
-        return [began + i * interval for i in range(count)]
     seqs = sorted(k for k in known if 0 <= k < count)
+    if not seqs:
+        return [began + i * interval for i in range(count)]
     times = []
     after = 0  # index into seqs of the first answered probe at or after i
     for i in range(count):

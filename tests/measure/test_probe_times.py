@@ -39,3 +39,4 @@ def test_probes_before_the_first_and_after_the_last_answer_are_an_interval_apart
 
 def test_nothing_answered_counts_from_the_start() -> None:
     assert probe_times({}, 3, 0.5, began=10.0) == [10.0, 10.5, 11.0]
+    assert probe_times({5: 99.0}, 3, 0.5, began=10.0) == [10.0, 10.5, 11.0]  # no such probe
