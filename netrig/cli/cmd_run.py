@@ -200,11 +200,17 @@ def run(
             # every run is stored and the lab removed: a signal from here on is only noted,
             # so the summary and the resume line are printed whole (a second Ctrl-C had
             # said "everything this command created was removed", a third killed Python)
+            code: str | int | None = 0
             with StopSignal() as late:
-                _report(store, exp, runs, outcome, db, quiet,
-                        _resume_command(file, db, repeat, overrides, lab_name, cluster))
+                try:
+                    _report(store, exp, runs, outcome, db, quiet,
+                            _resume_command(file, db, repeat, overrides, lab_name, cluster))
+                except SystemExit as done:  # 1: a run failed; 128 + n: a signal stopped them
+                    code = done.code
             if late.requested and not outcome.signal:
-                sys.exit(late.exit_code)
+                code = late.exit_code
+            if code:
+                sys.exit(code)
     except StoreError as exc:  # its message names the file
         fail(str(exc), store_exit_code(exc))
 

@@ -138,17 +138,16 @@ class Tracer:
                 _t, attrs = self.route_get(src, dst_addr, None, None, p, sport, dport)
                 pref = attrs.get(nlwire.RTA_PREFSRC)
                 flow_src = str(ip_address(pref)) if pref else None
-            seen: set[tuple[str, int | None]] = set()
+            seen: dict[tuple[str, int | None], int] = {}  # lookup → its hop's position
             for _ in range(MAX_HOPS):
                 if (node, iif) in seen:  # the same lookup again: it can only go round
-                    loop = [h.node for h in hops]
-                    start = loop.index(node)
+                    loop = [h.node for h in hops[seen[(node, iif)] :]]
                     return Path(
                         tuple([*hops, Hop(node, None)]),
                         False,
-                        "a routing loop: " + " → ".join([*loop[start:], node]),
+                        "a routing loop: " + " → ".join([*loop, node]),
                     )
-                seen.add((node, iif))
+                seen[(node, iif)] = len(hops)
                 rtm_type, attrs = self.route_get(node, dst_addr, flow_src, iif, p, sport, dport)
                 if rtm_type == nlwire.RTN_LOCAL:
                     hops.append(Hop(node, None))

@@ -301,8 +301,9 @@ class Lab(LabRuntime):
             from netrig.lab.build import BadInput
 
             raise BadInput(
-                f"lab {self.name!r} is already up with another layout (its nodes or links "
-                f"differ): `netrig down {self.name}`, or give this one another name"
+                f"lab {self.name!r} is already up with another layout (its routing, nodes, "
+                f"links or addresses differ): `netrig down {self.name}`, or give this one "
+                "another name"
             )
         return self
 
@@ -311,8 +312,15 @@ class Lab(LabRuntime):
             self.down()
 
 
-def _layout(plan: LabPlan) -> tuple[frozenset[str], frozenset[tuple[str, str, str, str]]]:
-    """What two plans of one name must share for a lab that is up to be this plan's."""
-    return frozenset(plan.nodes), frozenset(
-        (link.a, link.a_iface, link.b, link.b_iface) for link in plan.links
+def _layout(plan: LabPlan) -> tuple[object, ...]:
+    """What two plans of one name must share for a lab that is up to be this plan's: its
+    routing, nodes, links and every address (a lab up with another pool answers at
+    addresses this plan does not know)."""
+    return (
+        plan.protocol,
+        frozenset(
+            (node.name, tuple(node.loopbacks), tuple((i.name, tuple(i.addrs)) for i in node.ifaces))
+            for node in plan.nodes.values()
+        ),
+        frozenset((link.a, link.a_iface, link.b, link.b_iface) for link in plan.links),
     )

@@ -537,6 +537,16 @@ def test_ctrl_c_while_the_summary_prints_is_only_noted(tmp_path: Path, lab_name:
     assert "1 run stored" in done.stderr and "rtt_avg" in done.stdout, done.stderr
     assert "removed" not in done.stderr and "Traceback" not in done.stderr
     assert namespaces_of(lab_name) == []
+    failing = write(tmp_path, "fails", f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 2}}
+        measure:
+          - command: {{node: n1, cmd: "false"}}
+        """)  # fmt: skip
+    argv = ["run", failing, "--db", str(tmp_path / "f.db")]
+    done = signalled_inside("netrig.cli.cmd_run", "print_summary", argv, signal.SIGINT)
+    assert done.returncode == 130, done.stderr  # the signal's code, not the failure's 1
+    assert "1 of 1 runs failed" in done.stderr
 
 
 @requires_tool("ping")

@@ -126,6 +126,11 @@ def test_a_with_block_uses_a_running_lab_only_if_it_is_this_layout(tmp_path, lab
         bigger = {"name": lab_name, "topology": {"kind": "chain", "nodes": 5}}
         with pytest.raises(BadInput, match="already up with another layout"), Lab.from_spec(bigger):
             pass
+        renumbered = {**chain, "addressing": {"ipv4": "198.51.100.0/24"}}  # its addresses
+        with pytest.raises(BadInput, match="already up with another layout"), Lab.from_spec(
+            renumbered
+        ):
+            pass
         assert first.exists()
 
 
