@@ -22,14 +22,36 @@ class Options(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_truth_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        if value.__class__ is bool and info.field_name is not None:
-            field = cls.model_fields.get(info.field_name)
-            if field is not None and takes_number_not_truth(field.annotation):
-                raise ValueError(
-                    f"{str(value).lower()} is not a number (YAML reads yes, no, on and off as "
-                    "true and false)"
-                )
+        kind = value.__class__
+        if kind is bool or kind is list:
+            field = cls.model_fields.get(info.field_name or "")
+            if field is None:
+                return value
+            if kind is bool and takes_number_not_truth(field.annotation):
+                raise ValueError(_NOT_A_NUMBER.format(str(value).lower()))
+            if kind is list and takes_number_not_truth(_item_type(field.annotation)):
+                truth = next((v for v in value if v.__class__ is bool), None)
+                if truth is not None:  # [0, yes]: a list of numbers
+                    raise ValueError(_NOT_A_NUMBER.format(str(truth).lower()))
         return value
+
+
+_NOT_A_NUMBER = "{} is not a number (YAML reads yes, no, on and off as true and false)"
+
+
+def _item_type(annotation: Any) -> Any:
+    """What a list field holds (list[int] → int); None for anything else."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _item_type(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        items = [_item_type(arg) for arg in get_args(annotation)]
+        found = [item for item in items if item is not None]
+        return found[0] if len(found) == 1 else None
+    if origin is list:
+        (item,) = get_args(annotation) or (None,)
+        return item
+    return None
 
 
 def takes_number_not_truth(annotation: Any) -> bool:

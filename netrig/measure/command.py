@@ -37,11 +37,12 @@ if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
 
 OUTPUT_KEEP = 65536  # characters of stdout stored
-# NAME VALUE [UNIT]: a unit begins with a letter, % or / ("12ms", "50 %"), so a decimal
-# comma ("1,5") is no unit, and the line no metric (it had been stored as 1, unit ",5")
+# NAME VALUE [UNIT]: a unit is anything but a continuation of the number ("12ms", "45 °C",
+# "3 (approx)"), so a decimal comma ("1,5") is no unit, and the line no metric (it had been
+# stored as 1, unit ",5")
 _METRIC_LINE = re.compile(
     r"^\s*([A-Za-z_][A-Za-z0-9_.]*)[\s:=]+(-?[\d.]+(?:[eE][-+]?\d+)?)"
-    r"\s*((?:[A-Za-z%/µ]\S*)?)\s*$"
+    r"\s*((?:[^\s\d.,;:]\S*)?)\s*$"
 )
 
 

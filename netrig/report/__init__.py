@@ -3,7 +3,8 @@ they share (`units` for readable numbers, `verdicts` for comparisons).
 
 Before any of them imports matplotlib: a user whose home cannot be written (`nobody`, whose
 home is /nonexistent) gets a matplotlib folder of its own in the temporary directory, kept
-between runs; matplotlib itself warned at every command and made a new one each time.
+between runs (unless that name is another user's: then one for this run); matplotlib itself
+warned at every command and made a new one each time.
 """
 
 import os
@@ -23,10 +24,14 @@ def _matplotlib_folder() -> None:
 
     path = os.path.join(tempfile.gettempdir(), f"netrig-matplotlib-{os.getuid()}")
     try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        mine = os.lstat(path)
-        if mine.st_uid != os.getuid() or mine.st_mode & 0o077 or os.path.islink(path):
-            path = tempfile.mkdtemp(prefix="netrig-matplotlib-")  # not ours to use
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            mine = os.lstat(path)
+            ours = mine.st_uid == os.getuid() and not mine.st_mode & 0o077
+        except FileExistsError:  # a file of that name, someone else's
+            ours = False
+        if not ours or os.path.islink(path):
+            path = tempfile.mkdtemp(prefix="netrig-matplotlib-")  # this run's own, then
     except OSError:
         return  # matplotlib finds its own way, with its warning
     os.environ["MPLCONFIGDIR"] = path

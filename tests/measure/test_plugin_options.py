@@ -187,8 +187,8 @@ def test_command_metrics_from_stdout() -> None:
     ]
     assert parse_metrics("no numbers") == []
     # a decimal comma is no unit: the line is no metric (it had been stored as 1, unit ",5")
-    assert [(s.metric, s.value, s.unit) for s in parse_metrics("x 1,5\nloss 50%\n")] == [
-        ("loss", 50.0, "%")
+    assert [(s.metric, s.value, s.unit) for s in parse_metrics("x 1,5\nloss 50%\nt 45 °C\n")] == [
+        ("loss", 50.0, "%"), ("t", 45.0, "°C")
     ]
 
 

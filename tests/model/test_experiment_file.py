@@ -397,3 +397,14 @@ def test_a_measurement_refuses_yes_for_a_number_and_takes_it_for_a_switch() -> N
     switched = text.replace("duration: yes", "reverse: yes")
     exp = load_experiment_text(textwrap.dedent(switched), "e.yaml")
     assert exp.points[0].steps[0].options.reverse is True
+
+
+def test_yes_in_a_list_of_numbers_is_refused_too() -> None:
+    assert problems("""\
+        name: e
+        topology: {kind: pair}
+        measure:
+          - command: {node: n1, cmd: "true", ok_codes: [0, yes]}
+        """) == [
+        "exp.yaml:4:48: true is not a number (YAML reads yes, no, on and off as true and false)"
+    ]
