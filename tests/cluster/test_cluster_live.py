@@ -311,16 +311,16 @@ def test_ospf_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Pa
         # a tunnel down: OSPF finds the way round the ring; up again: the direct way back
         where = _where(name)
         cut = next(lk for lk in plan.links if where[lk.a] != where[lk.b])
-        for state, hops in (("down", 8), ("up", 1)):
+        for state, hops in (("down", "8 hops"), ("up", "1 hop\n")):
             done = netrig_cli("link", name, cut.a, cut.b, state, "--cluster", cluster)
             assert done.returncode == 0 and "VXLAN tunnel" in done.stdout, done.stderr
             deadline, trace = time.monotonic() + 60, None
             while time.monotonic() < deadline:
                 trace = netrig_cli("trace", name, cut.a, cut.b, "--cluster", cluster)
-                if trace.returncode == 0 and f": {hops} hops" in trace.stdout:
+                if trace.returncode == 0 and f": {hops}" in trace.stdout:
                     break
                 time.sleep(2)
-            assert trace is not None and f": {hops} hops" in trace.stdout, trace.stdout
+            assert trace is not None and f": {hops}" in trace.stdout, trace.stdout
     finally:
         down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
     assert down.returncode == 0, down.stderr
