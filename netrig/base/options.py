@@ -56,7 +56,7 @@ def _item_type(annotation: Any) -> Any:
 
 def takes_number_not_truth(annotation: Any) -> bool:
     """Does a field of this type take an int or a float, and no bool? (Asked only when a
-    boolean came, so it is not cached: an annotation need not be hashable.)"""
+    boolean or a list came; not cached: an annotation need not be hashable.)"""
     if annotation is bool or annotation is Any:
         return False
     origin = get_origin(annotation)

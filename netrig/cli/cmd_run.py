@@ -200,13 +200,9 @@ def run(
             # every run is stored and the lab removed: a signal from here on is only noted,
             # so the summary and the resume line are printed whole (a second Ctrl-C had
             # said "everything this command created was removed", a third killed Python)
-            code: str | int | None = 0
             with StopSignal() as late:
-                try:
-                    _report(store, exp, runs, outcome, db, quiet,
-                            _resume_command(file, db, repeat, overrides, lab_name, cluster))
-                except SystemExit as done:  # 1: a run failed; 128 + n: a signal stopped them
-                    code = done.code
+                code = _report(store, exp, runs, outcome, db, quiet,
+                               _resume_command(file, db, repeat, overrides, lab_name, cluster))
             if late.requested and not outcome.signal:
                 code = late.exit_code
             if code:
@@ -218,9 +214,9 @@ def run(
 def _report(
     store: ResultStore, exp: ExperimentPlan, runs: list[PlannedRun], outcome: Outcome, db: str,
     quiet: bool, resume_command: str,
-) -> None:
-    """The summary table and what became of the runs; exits 1 if one failed, 128 + the
-    signal's number if a signal stopped them."""
+) -> int:
+    """The summary table and what became of the runs; the exit code: 1 if one failed,
+    128 + the signal's number if a signal stopped them."""
     print_summary(store, outcome.experiment_id, f"{exp.name} (experiment {outcome.experiment_id})")
     total = measured(runs)
     stored = outcome.ok + outcome.failed + outcome.skipped
@@ -230,7 +226,7 @@ def _report(
             f"removed; continue with: {resume_command}",
             soft_wrap=True,
         )
-        sys.exit(128 + signal.Signals[outcome.signal])  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
+        return 128 + signal.Signals[outcome.signal]  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     if exp.stop_on_failure:
         last = f"the last point that worked: {outcome.last_ok or 'none'}"
         if outcome.stopped_at:
@@ -239,7 +235,7 @@ def _report(
                 f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
                 soft_wrap=True,
             )
-            return  # the limit was found: that is the experiment's result, not an error
+            return 0  # the limit was found: that is the experiment's result, not an error
         err_console.print("[green]no run failed[/]: the limit lies beyond the last point")
     if outcome.failed:
         err_console.print(
@@ -247,13 +243,14 @@ def _report(
             f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
             soft_wrap=True,
         )
-        sys.exit(EXIT_FAILURE)
+        return EXIT_FAILURE
     if not quiet:
         err_console.print(
             f"[green]{counted(stored, 'run')} stored[/] in {db} (experiment "
             f"{outcome.experiment_id}; {counted(outcome.labs_built, 'lab build')})",
             soft_wrap=True,
         )
+    return 0
 
 
 def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:

@@ -138,9 +138,8 @@ def up(
         if result := lab.check_result:
             details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
         # a routing daemon installs its own routes: netrig counts only those it installed
-        routes = f"routes by {plan.protocol}" if plan.routing_daemons and not timings.routes else (
-            f"{timings.routes} routes"
-        )
+        daemons_route = plan.routing_daemons and not timings.routes
+        routes = f"routes by {plan.protocol}" if daemons_route else f"{timings.routes} routes"
         click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
             f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
             f"{len(plan.nodes)} nodes, {len(plan.links)} links, {routes} "

@@ -59,6 +59,9 @@ class Tracer:
         self.owner: dict[str, tuple[str, int]] = {}  # address → (node, ifindex)
         self.ifname: dict[tuple[str, int], str] = {}
         self.link_local: dict[tuple[str, int], set[bytes]] = {}  # (node, ifindex) → addresses
+        # (node, oif, next node, iif) → why a switch between them forwards nothing, or None:
+        # asked of the kernel once, not once per flow of `--count`
+        self.segment_problem: dict[tuple[str, int, str, int], str | None] = {}
         for node in plan.nodes.values():
             for cidr in node.loopbacks:
                 self.owner[cidr.split("/")[0]] = (node.name, 1)
@@ -161,7 +164,10 @@ class Tracer:
                 nxt = self._next_node(node, oif, nexthop)
                 if nxt is None:
                     return Path(tuple(hops), False, f"next hop {nexthop} is outside the lab")
-                broken = self._switched_segment_problem(node, oif, *nxt)
+                hop = (node, oif, *nxt)
+                if hop not in self.segment_problem:
+                    self.segment_problem[hop] = self._switched_segment_problem(*hop)
+                broken = self.segment_problem[hop]
                 if broken:
                     return Path(tuple(hops), False, broken)
                 node, iif = nxt

@@ -179,10 +179,7 @@ def link_address(plan: LabPlan, src: str, dst: str, family: int) -> str | None:
     for net in plan.networks:  # a segment through a switch: both are its members
         ports = {node: port for node, port in net.members}
         if src in ports and dst in ports:
-            port = ports[dst]
-            bridge = dst_node.bridge
-            addrs = bridge.addrs if bridge and port == bridge.name else dst_node.iface(port).addrs
-            for cidr in addrs:
+            for cidr in dst_node.port_addrs(ports[dst]):
                 if family_of(cidr) == family:
                     return cidr.split("/")[0]
     return None

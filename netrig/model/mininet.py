@@ -347,15 +347,15 @@ def load_topo(path: str, topo: str | None = None) -> tuple[Topo, str]:
             built = factory(*args)
         except SpecError:
             raise
-        except SystemExit as exc:  # `up` had exited 0 with no lab: it was the file's exit
+        except (Exception, SystemExit) as exc:  # an exit: `up` had exited 0 with no lab
             line = _error_line(exc, path)
             where = f"{path}:{line}" if line else path
-            raise SpecError([Problem(where, f"the file called exit ({exc.code}) while its "
-                                            "topology was read")]) from None  # fmt: skip
-        except Exception as exc:
-            line = _error_line(exc, path)
-            where = f"{path}:{line}" if line else path
-            raise SpecError([Problem(where, f"{type(exc).__name__}: {exc}")]) from None
+            said = (
+                f"the file called exit ({exc.code}) while its topology was read"
+                if isinstance(exc, SystemExit)
+                else f"{type(exc).__name__}: {exc}"
+            )
+            raise SpecError([Problem(where, said)]) from None
     if not isinstance(built, Topo):
         raise SpecError([Problem(path, f"topology {name!r} did not give a Topo object")])
     return built, name

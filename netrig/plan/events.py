@@ -11,22 +11,22 @@ from netrig.model.units import parse_link_rate
 from netrig.plan.model import LabPlan, LinkPlan, UnknownName
 
 
+def _link_between(plan: LabPlan, a: str, b: str) -> LinkPlan | None:
+    return next((link for link in plan.links if {link.a, link.b} == {a, b}), None)
+
+
 def find_link(plan: LabPlan, a: str, b: str) -> LinkPlan:
     """The link between nodes A and B, whichever way round the file wrote it."""
     plan.node(a)
     plan.node(b)
-    for link in plan.links:
-        if {link.a, link.b} == {a, b}:
-            return link
+    link = _link_between(plan, a, b)
+    if link is not None:
+        return link
     neighbours = sorted({i.peer for i in plan.node(a).ifaces})
     raise UnknownName(
         f"lab {plan.name!r} has no link between {a} and {b} "
         f"({a} is linked to {', '.join(neighbours) or 'nothing'})"
     )
-
-
-def _linked(plan: LabPlan, a: str, b: str) -> bool:
-    return any({link.a, link.b} == {a, b} for link in plan.links)
 
 
 _EVENT = re.compile(
@@ -102,7 +102,7 @@ def check_events(plan: LabPlan, events: list[Event]) -> list[Event]:
                 for a, b in [("-".join(parts[:cut]), "-".join(parts[cut:]))]
                 if a in plan.nodes and b in plan.nodes
             ]
-            linked = [(a, b) for a, b in ends if _linked(plan, a, b)]
+            linked = [(a, b) for a, b in ends if _link_between(plan, a, b)]
             if len(linked) > 1:
                 both = " and ".join(f"{a}–{b}" for a, b in linked)
                 raise UnknownName(

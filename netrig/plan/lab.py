@@ -139,7 +139,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     networks = _assign_addresses(graph, nodes, segments, problems)
     _check_link_ends(graph, nodes, links, problems)
     if not problems and any(g.a_addr or g.b_addr for g in graph.links):
-        _check_written_addresses(graph, nodes, links, networks, problems)
+        _check_written_addresses(graph, nodes, networks, problems)
     resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -217,7 +217,6 @@ def _check_link_ends(
 def _check_written_addresses(
     graph: LabGraph,
     nodes: dict[str, NodePlan],
-    links: list[LinkPlan],
     networks: list[NetworkPlan],
     problems: list[Problem],
 ) -> None:
@@ -245,8 +244,8 @@ def _check_written_addresses(
                 ip = cidr.split("/")[0]
                 if _link_local(ip):
                     continue
-                other = owner.setdefault(ip, label)
-                if other != label and not _ends_of_one_link(other, label, links):
+                other = owner.setdefault(ip, label)  # its link's far end: _check_link_ends'
+                if other not in (label, f"{iface.peer}:{iface.peer_iface}"):
                     at = where[other] if other in written and label not in written else where[label]
                     problems.append(Problem(at, f"{label} and {other} both have address {ip}"))
                     return
@@ -279,12 +278,6 @@ def _check_written_addresses(
 def _link_local(ip: str) -> bool:
     """fe80::/10: the same address on every link of a node is usual, and routes none."""
     return ip[:3].lower() in ("fe8", "fe9", "fea", "feb") and ":" in ip
-
-
-def _ends_of_one_link(a: str, b: str, links: list[LinkPlan]) -> bool:
-    """Both ends of one link (that is _check_link_ends' to say)."""
-    ends = {a, b}
-    return any({f"{k.a}:{k.a_iface}", f"{k.b}:{k.b_iface}"} == ends for k in links)
 
 
 def _routes_in_child(plan: LabPlan, proto: Any) -> bool:
@@ -600,11 +593,11 @@ def _assign_addresses(
             addrs = [ip_address(first + j) for j in range(len(seg.members) * (1 + seg.aliases))]
             cursor = 0
             for node_name, iface_name in seg.members:  # primaries in member order
-                _port_addrs(nodes[node_name], iface_name).append(f"{addrs[cursor]}/{plen}")
+                nodes[node_name].port_addrs(iface_name).append(f"{addrs[cursor]}/{plen}")
                 cursor += 1
             for _ in range(seg.aliases):
                 for node_name, iface_name in seg.members:
-                    _port_addrs(nodes[node_name], iface_name).append(f"{addrs[cursor]}/{plen}")
+                    nodes[node_name].port_addrs(iface_name).append(f"{addrs[cursor]}/{plen}")
                     cursor += 1
     return networks
 
@@ -615,12 +608,6 @@ def _block_size(seg: _Segment, v4: bool) -> int:
         return 2
     need = count + (2 if v4 else 1)  # network and broadcast (v4); subnet-router anycast (v6)
     return 1 << (need - 1).bit_length()
-
-
-def _port_addrs(node: NodePlan, port: str) -> list[str]:
-    if node.bridge and port == node.bridge.name:
-        return node.bridge.addrs
-    return node.iface(port).addrs
 
 
 def _explicit_segment(
@@ -654,7 +641,7 @@ def _explicit_segment(
             if iface_net.version != version:
                 continue
             nets.add(iface_net)
-            _port_addrs(nodes[member[0]], member[1]).append(cidr)
+            nodes[member[0]].port_addrs(member[1]).append(cidr)
     if len(nets) > 1 and not auto:  # the file's own addressing: several subnets may share
         network.prefixes.extend(sorted(map(str, nets)))
     elif len(nets) > 1:

@@ -106,6 +106,12 @@ class NodePlan:
                 raise UnknownName(f"node {self.name!r} has no interface {name!r}")
         return self.ifaces[pos]
 
+    def port_addrs(self, port: str) -> list[str]:
+        """The addresses of a segment's member port: the node's bridge, or an interface."""
+        if self.bridge and port == self.bridge.name:
+            return self.bridge.addrs
+        return self.iface(port).addrs
+
     def addresses(self, family: int = 4) -> list[str]:
         """Addresses without prefix length: loopbacks first, then bridge, then links."""
         out = []
