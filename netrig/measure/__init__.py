@@ -94,6 +94,11 @@ class Measurement(Plugin[MeasureOptionsT]):
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
+    def events_timeout(self, options: MeasureOptionsT) -> float:
+        """`timeout` for a run with events (options from `during_events`): a tool that
+        waits out an outage may need longer. The same by default."""
+        return self.timeout(options)
+
     def during_events(self, options: MeasureOptionsT) -> MeasureOptionsT:
         """The options to use while a timeline of faults runs (`events:`): finer time series
         where the user left the default. Unchanged by default."""

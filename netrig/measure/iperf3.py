@@ -169,6 +169,16 @@ class Iperf3(Measurement[Iperf3Options]):
             return float(o.timeout)
         return o.duration + o.omit + o.connect_timeout + STARTUP_SLACK
 
+    def events_timeout(self, options: Iperf3Options) -> float:
+        """TCP's retransmission timer doubles while a fault cuts the path, so after an outage
+        of T s the next try, and the test's end, may come up to T s after traffic could
+        flow again: a babel cut back just before the end of a 12-s test failed "did not
+        finish within 25 s". Twice the test's length bounds that for any outage within it."""
+        o = options
+        if o.timeout or o.protocol == "udp":
+            return self.timeout(o)
+        return 2 * (o.duration + o.omit) + o.connect_timeout + STARTUP_SLACK
+
     def during_events(self, options: Iperf3Options) -> Iperf3Options:
         """An interval sample every 0.1 s (iperf3's finest) unless the file sets `interval`."""
         if "interval" in options.model_fields_set:

@@ -147,8 +147,14 @@ def _point(model: ExperimentModel, values: dict[str, Any], catalog: Catalog) -> 
     steps = _steps(doc, point.measure, plan, catalog)
     events = _events(doc, point.events, plan, catalog)
     if events:
-        steps = [dataclasses.replace(s, options=s.plugin.during_events(s.options)) for s in steps]
+        steps = [_during_events(s) for s in steps]
     return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
+
+
+def _during_events(step: MeasureStep) -> MeasureStep:
+    """A measurement's options and timeout for a run whose events cut and restore paths."""
+    options = step.plugin.during_events(step.options)
+    return dataclasses.replace(step, options=options, timeout=step.plugin.events_timeout(options))
 
 
 def _events(

@@ -122,6 +122,27 @@ def test_during_events_series_get_finer_where_the_file_left_the_defaults() -> No
     assert not calm.points[0].steps[2].options.per_probe  # type: ignore[attr-defined]
 
 
+def test_a_tcp_test_with_events_may_wait_out_tcp_backoff_after_an_outage() -> None:
+    """A cut that heals near a test's end leaves TCP's doubled retransmission timer to run:
+    the run had failed "iperf3 client did not finish within 25 s" (babel, ring of 16)."""
+    text = """\
+        name: cut
+        topology: {kind: ring, nodes: 6}
+        measure:
+          - iperf3: {client: n1, server: n4, duration: 12}
+          - iperf3: {client: n2, server: n5, duration: 12, protocol: udp, bitrate: 10mbit}
+          - iperf3: {client: n3, server: n6, duration: 12, timeout: 20}
+        events: ["link n2-n3 down @ 3s"]
+        """
+    cut = load_experiment_text(textwrap.dedent(text)).points[0].steps
+    calm = load_experiment_text(
+        textwrap.dedent(text).replace('events: ["link n2-n3 down @ 3s"]', "")
+    ).points[0].steps
+    assert calm[0].timeout == 25 and cut[0].timeout == 37  # 2 × 12 + connect 3 + slack 10
+    assert cut[1].timeout == calm[1].timeout == 25  # UDP does not back off
+    assert cut[2].timeout == calm[2].timeout == 20  # the file's own timeout holds
+
+
 HYPHENS = """\
     name: hy
     nodes: [{name: a}, {name: a-b}, {name: b-c}, {name: c}]
