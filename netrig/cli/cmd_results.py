@@ -161,12 +161,20 @@ def _show_run(store: ResultStore, run_id: int) -> None:
     )
     if run.reason:
         console.print(f"reason: {run.reason}", soft_wrap=True, highlight=False)
+    samples = store.samples(run.id)
+    if run.failed_measurements:
+        kept = sorted({name for name, _ in samples} - set(run.failed_measurements))
+        console.print(
+            f"failed: {', '.join(run.failed_measurements)}; "
+            + (f"{', '.join(kept)} still count in stat, compare and plots" if kept else
+               "no other measurement"),
+            soft_wrap=True, highlight=False, markup=False,
+        )  # fmt: skip
     if run.host:  # a lab spread over hosts: "h1+h2", each host's facts
         known = store.hosts_facts(e.id)
         for host in run.host.split("+"):
             console.print(_facts_line(f"ran on {host}", known.get(host, {})), soft_wrap=True,
                           markup=False)
-    samples = store.samples(run.id)
     table = Table(title="summary samples", title_justify="left")
     for column in ("measurement", "metric", "stream", "value", "unit"):
         table.add_column(column, justify="right" if column == "value" else "left")

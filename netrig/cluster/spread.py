@@ -382,6 +382,7 @@ class SpreadSession(_Session):
             host="+".join(hosts) or None,  # the hosts its processes ran on
             host_facts=(self.facts.get(hosts[0], {}) if len(hosts) == 1
                         else {h: self.facts.get(h, {}) for h in hosts}),
+            failed_measurements=result.failed_measurements,
         )
         self.outcome.run_ids.append(run_id)
         setattr(self.outcome, result.status, getattr(self.outcome, result.status) + 1)

@@ -50,7 +50,8 @@ class HostResultStore(ResultStore, Protocol):
                    status: Any, samples: Any = None, reason: str | None = None,
                    stderr: str | None = None, *, started: datetime | None = None,
                    ended: datetime | None = None, outputs: Any = None, host: str | None = None,
-                   host_facts: Mapping[str, Any] | None = None) -> int: ...
+                   host_facts: Mapping[str, Any] | None = None,
+                   failed_measurements: Any = None) -> int: ...
 
 
 CONNECT_TIMEOUT = 10.0
@@ -334,7 +335,7 @@ def _store(exp: ExperimentPlan, store: HostResultStore, future: Any, flight: _Fl
             report.status,
             report.samples, report.reason, report.stderr, started=report.started,
             ended=report.ended, outputs=report.outputs, host=report.host,
-            host_facts=report.host_facts,
+            host_facts=report.host_facts, failed_measurements=report.failed_measurements,
         )
         outcome.run_ids.append(run_id)
         setattr(outcome, report.status, getattr(outcome, report.status) + 1)

@@ -50,6 +50,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)
     began: bool = True  # False: stopped before it started (nothing to store)
     labs_built: int = 0  # labs this run had to build on its host
+    failed_measurements: list[str] | None = None  # a failure theirs alone (RunResult's)
 
 
 class ThreadStop:
@@ -169,6 +170,7 @@ class HostSession(_Session):
             run, result.status, result.samples, result.outputs, result.reason, result.stderr,
             started, ended, self.config.name, self.facts, list(notes.lines),
             labs_built=self.outcome.labs_built - built,
+            failed_measurements=result.failed_measurements,
         )
 
     def close(self) -> None:

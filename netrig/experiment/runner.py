@@ -83,7 +83,8 @@ class ResultStore(Protocol):
     def record_run(self, experiment_id: int, point: Mapping[str, Any], repetition: int,
                    status: Any, samples: Any = None, reason: str | None = None,
                    stderr: str | None = None, *, started: datetime | None = None,
-                   ended: datetime | None = None, outputs: Any = None) -> int: ...
+                   ended: datetime | None = None, outputs: Any = None,
+                   failed_measurements: Any = None) -> int: ...
 
 
 class Reporter(Protocol):
@@ -154,12 +155,25 @@ class RunResult:
     stderr: str | None = None
     reasons: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failed_steps: list[str] = field(default_factory=list)  # measurements that failed
+    whole_run_failed: bool = False  # an event failed: no measurement's values hold
+
+    @property
+    def failed_measurements(self) -> list[str] | None:
+        """The measurements whose failure failed the run, when it was theirs alone (the
+        others' values still count); None when the whole run failed. A run with events
+        derives `events` from every measurement, so it fails with any of them."""
+        if self.status != "failed" or self.whole_run_failed or not self.failed_steps:
+            return None
+        derived = [DERIVED_NAME] if DERIVED_NAME in self.samples else []
+        return self.failed_steps + derived
 
     def add(self, step: MeasureStep, outcome: StepOutcome, several: bool) -> None:
         self.samples[step.name] = outcome.samples
         if outcome.texts:
             self.outputs[step.name] = outcome.texts
         if outcome.reason is not None:
+            self.failed_steps.append(step.name)
             named = not several or outcome.reason.startswith(f"{step.name}: ")
             # a tool's reason may name it already ("iperf3: unable to connect…")
             self.reasons.append(outcome.reason if named else f"{step.name}: {outcome.reason}")
@@ -560,6 +574,7 @@ class _Session:
             ),
         }
         result.reasons += failed
+        result.whole_run_failed = bool(failed)
         missed = sorted(e.at for e in timeline.events)[len(timeline.log) :]
         if missed and not self.unreached_said:  # stored with the run; said here once
             self.unreached_said = True
@@ -601,6 +616,7 @@ class _Session:
             started=started,
             ended=datetime.now(UTC),
             outputs=result.outputs,
+            failed_measurements=result.failed_measurements,
         )
         self.outcome.run_ids.append(run_id)
         setattr(self.outcome, result.status, getattr(self.outcome, result.status) + 1)

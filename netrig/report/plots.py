@@ -426,7 +426,7 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
     for key in keys:
         members = [s for s in series if key_of(s.run.point) == key]
         label = point_label(key)
-        ok = [s for s in members if s.run.status == "ok"]
+        ok = [s for s in members if s.run.counts_for(metric.measurement)]
         failed_runs += len(members) - len(ok)
         if req.median and ok:
             t, low, mid, high = _across_runs(ok)
@@ -456,7 +456,7 @@ def _timeseries(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotReq
                     **_lone_marks(s.t),
                 )
         for s in members:
-            if s.run.status != "ok":  # what a failed run measured before it failed
+            if not s.run.counts_for(metric.measurement):  # what it had before it failed
                 ax.plot(
                     *gapped(s.t, s.values / scale.factor),
                     color=FAILED_COLOR,

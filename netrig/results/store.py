@@ -99,6 +99,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # v5: the process running an experiment (see results/owner.py), so a 'running' one
     # whose process died reads as interrupted.
     ("ALTER TABLE experiments ADD COLUMN owner TEXT",),
+    # v6: which measurements of a failed run failed (JSON list); NULL: the whole run (its
+    # lab, an event), or a run stored before v6.
+    ("ALTER TABLE runs ADD COLUMN failed_measurements TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -152,6 +155,24 @@ class Run:
     ended: datetime | None
     duration: float | None
     host: str | None = None  # the cluster host it ran on (None: where the experiment ran)
+    # a failed run whose failure was these measurements' alone; None: the whole run failed
+    failed_measurements: tuple[str, ...] | None = None
+
+    def counts_for(self, measurement: str) -> bool:
+        """Whether this run's values of `measurement` are results: an ok run's, or a failed
+        run's where another measurement failed (a diagnostic command's exit code does not
+        void the iperf3 numbers measured beside it)."""
+        if self.status == "ok":
+            return True
+        return (
+            self.status == "failed"
+            and self.failed_measurements is not None
+            and measurement not in self.failed_measurements
+        )
+
+    def failed_for(self, measurement: str) -> bool:
+        """A failed run that has no result for `measurement`."""
+        return self.status == "failed" and not self.counts_for(measurement)
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -319,13 +340,15 @@ class ResultStore:
         outputs: Mapping[str, Mapping[str, str]] | None = None,
         host: str | None = None,
         host_facts: Mapping[str, Any] | None = None,
+        failed_measurements: Iterable[str] | None = None,
     ) -> int:
         """Store one run and its samples (measurement name → samples) in one transaction.
 
         `outputs` holds text results (measurement name → {output name: text}), such as a
         command's stdout; `host` and `host_facts` the cluster host the run ran on (netrig
-        run --cluster). Either all of it is in the database afterwards or, on any
-        exception, none of it.
+        run --cluster); `failed_measurements` those that failed in a failed run, when the
+        failure was theirs alone (None: the whole run failed). Either all of it is in the
+        database afterwards or, on any exception, none of it.
         """
         if status not in RUN_STATUSES:
             raise StoreError(f"run status must be one of {RUN_STATUSES}, not {status!r}")
@@ -336,6 +359,11 @@ class ResultStore:
         except (TypeError, ValueError) as error:
             raise StoreError(f"sweep point {dict(point)!r} is not JSON: {error}") from None
         duration = (ended - started).total_seconds() if started and ended else None
+        failed_text = (
+            json.dumps(sorted(set(failed_measurements)))
+            if status == "failed" and failed_measurements
+            else None
+        )
 
         def sample_rows(run_id: int) -> Iterator[tuple[Any, ...]]:
             for measurement, items in (samples or {}).items():
@@ -352,11 +380,12 @@ class ResultStore:
         with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO runs (experiment_id, point, repetition, status, reason, stderr,"
-                " started, ended, duration, host, host_facts)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " started, ended, duration, host, host_facts, failed_measurements)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (experiment_id, point_text, repetition, status, reason, stderr,
                  _iso(started), _iso(ended), duration, host,
-                 None if host_facts is None else json.dumps(dict(host_facts), sort_keys=True)),
+                 None if host_facts is None else json.dumps(dict(host_facts), sort_keys=True),
+                 failed_text),
             )
             run_id = cursor.lastrowid
             assert run_id is not None
@@ -423,6 +452,10 @@ class ResultStore:
             repetition=row["repetition"], status=row["status"], reason=row["reason"],
             stderr=row["stderr"], started=_from_iso(row["started"]),
             ended=_from_iso(row["ended"]), duration=row["duration"], host=row["host"],
+            failed_measurements=(
+                None if row["failed_measurements"] is None
+                else tuple(json.loads(row["failed_measurements"]))
+            ),
         )
 
     def experiments(self) -> list[ExperimentRecord]:

@@ -1,7 +1,8 @@
 """The end-of-experiment table: per sweep point and metric, N, median, min, max, stddev.
 
-Only runs that succeeded give values; failed and interrupted runs are counted in their own
-columns, so a failure can never pass for a zero. Works from the store alone, so
+Only runs that succeeded give values (a run failed by another measurement still gives this
+one's); failed and interrupted runs are counted in their own columns, so a failure can never
+pass for a zero. Works from the store alone, so
 `netrig results show` prints the same table as `netrig run`.
 """
 
@@ -15,7 +16,7 @@ from netrig import measure
 from netrig.base.scale import display_scale
 from netrig.experiment.disruption import HEADLINE
 from netrig.plan.runs import point_key
-from netrig.results.store import ResultStore
+from netrig.results.store import ResultStore, Run
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,18 @@ def summarize(
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     units: dict[tuple[str, str], str] = {}
+    point_runs: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
         key = point_key(run.point)
         points.setdefault(key, run.point)
         status[key][run.status] += 1
-        if run.status != "ok":
+        point_runs[key].append(run)
+        if run.status == "interrupted":
             continue
         for name, sample in store.samples(run.id):
             if sample.t is not None or sample.stream is not None:
+                continue
+            if not run.counts_for(name):  # its failure, or the whole run's
                 continue
             wanted = None if all_metrics else headline_metrics(name)
             if wanted is not None and sample.metric not in wanted:
@@ -86,9 +91,13 @@ def summarize(
         shown = False
         for name, metric in columns:
             data = values.get((key, name, metric), [])
-            if not data and not (failed or interrupted):
+            # the failures of this measurement: the whole run's, or its own
+            its_failed = sum(run.failed_for(name) for run in point_runs[key])
+            if not data and not (its_failed or interrupted):
                 continue
-            rows.append(_row(point, name, metric, units[(name, metric)], data, failed, interrupted))
+            rows.append(
+                _row(point, name, metric, units[(name, metric)], data, its_failed, interrupted)
+            )
             shown = True
         if not shown:
             rows.append(_row(point, "", "", "", [], failed, interrupted))

@@ -315,8 +315,8 @@ def collect(
     """Values of `metric` grouped per sweep point, or per value of the `by` parameters
     (pooling the others), in the order the groups first ran.
 
-    Every matching run counts: an ok run adds its values, a failed one is listed in
-    `failed`, an interrupted one is only counted (it is no result; --resume redoes it).
+    Every matching run counts: an ok run adds its values, and so does a failed one whose
+    failure was another measurement's; a failed one is listed in `failed`, an interrupted one is only counted (it is no result; --resume redoes it).
     `host` (the cluster host of a run) works as a filter and in `by`, where it is a block:
     by=["host"] keeps the sweep points apart and groups each point's runs per host.
     """
@@ -337,7 +337,7 @@ def collect(
         else:
             key = tuple((name, facets.get(name)) for name in by)
         group = groups.setdefault(key, Group(key))
-        if r.run.status == "ok":
+        if r.run.counts_for(metric.measurement):
             values = _metric_values(r, metric, kind)
             if values:
                 group.values.extend(values)

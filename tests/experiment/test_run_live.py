@@ -179,6 +179,43 @@ def test_an_unreachable_target_is_a_failed_run_with_the_reason(
     assert namespaces_of(lab_name) == []
 
 
+@requires_tool("iperf3")
+def test_a_failing_command_fails_its_run_but_keeps_the_iperf3_numbers_beside_it(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """The run is failed (exit 1, the command named), yet its iperf3 throughput counts in
+    the summary and in `stat`: the command's failure is its own."""
+    path = write(
+        tmp_path,
+        "mixed",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: pair}}
+        measure:
+          - iperf3: {{client: n1, server: n2, duration: 1}}
+          - command: {{node: n1, cmd: "exit 3"}}
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    out = netrig_cli("run", path, "--db", db, "--quiet")
+    assert out.returncode == 1, out.stderr
+    with ResultStore(db) as store:
+        (e,) = store.experiments()
+        (run,) = store.runs(e.id)
+        assert run.status == "failed" and run.failed_measurements == ("command",)
+        assert "command" in (run.reason or "") and "3" in (run.reason or "")
+        (value,) = throughputs(store, e.id)
+        assert 1e8 < value < VETH_CEILING
+    stat = netrig_cli("stat", "--db", db, "--experiment", lab_name, "--metric", "throughput")
+    assert "all runs: 1 value(s)" in stat.stdout, stat.stdout  # not "no values"
+    row = next(line for line in out.stdout.splitlines() if "throughput (" in line)
+    n, *stats = row.split(")", 1)[1].split()  # N, then no failed count: median min max -
+    assert n == "1" and len(stats) == 4, out.stdout
+    shown = netrig_cli("results", "show", f"r{run.id}", "--db", db)
+    assert "failed: command; iperf3 still count" in shown.stdout, shown.stdout
+    assert namespaces_of(lab_name) == []
+
+
 def test_a_server_that_does_not_exist_fails_validation_with_file_line(
     tmp_path: Path, lab_name: str
 ) -> None:

@@ -93,3 +93,28 @@ def test_a_metric_reads_in_the_unit_of_its_largest_median(tmp_path: Path, capsys
     shown = capsys.readouterr().out
     assert "throughput (Gbit/s)" in shown and "4.587" in shown
     assert "bit/s)" not in shown.replace("Gbit/s)", "")
+
+
+def test_a_run_failed_by_one_measurement_keeps_the_others_values(tmp_path: Path) -> None:
+    """A diagnostic command that exits 1 fails its run, but the iperf3 numbers measured
+    beside it are results: they count (N) in their rows, the command's row counts the
+    failure. A run whose lab or event failed (failed_measurements None) voids every row."""
+    with ResultStore(tmp_path / "s.db") as store:
+        eid = store.begin_experiment("mixed", "text", {})
+        good = {"iperf3": [Sample("throughput", 9e9, "bit/s")], "command": [Sample("x", 1, "")]}
+        store.record_run(eid, {}, 1, "ok", good)
+        store.record_run(eid, {}, 2, "failed",
+                         {"iperf3": [Sample("throughput", 8e9, "bit/s")]},
+                         "command: exited 1", failed_measurements=["command"])  # fmt: skip
+        store.record_run(eid, {}, 3, "failed",
+                         {"iperf3": [Sample("throughput", 1e3, "bit/s")]},
+                         "event link a-b down @ 1s failed: gone")  # fmt: skip
+        runs = store.runs(eid)
+        assert [r.failed_measurements for r in runs] == [None, ("command",), None]
+        assert runs[1].counts_for("iperf3") and not runs[1].counts_for("command")
+        assert runs[1].failed_for("command") and not runs[1].failed_for("iperf3")
+        assert not runs[2].counts_for("iperf3") and runs[2].failed_for("iperf3")
+        rows = {(r.measurement, r.metric): r for r in summarize(store, eid, all_metrics=True)}
+        throughput, command = rows[("iperf3", "throughput")], rows[("command", "x")]
+        assert (throughput.n, throughput.failed, throughput.median) == (2, 1, 8.5e9)
+        assert (command.n, command.failed) == (1, 2)

@@ -140,6 +140,21 @@ def test_groups_per_point_keep_failures_apart(store: ResultStore) -> None:
     assert failure_reasons(dead.failed) == [("iperf3: no route (8)", 3)]
 
 
+def test_a_run_failed_by_another_measurement_gives_this_ones_values(tmp_path: Path) -> None:
+    """stat, compare and plots collect a measurement's values from a run that failed only
+    by another one (`failed_measurements`); a run failed as a whole is a failure for all."""
+    with ResultStore(tmp_path / "m.db") as s:
+        eid = s.begin_experiment("mixed", "name: mixed\n", {})
+        s.record_run(eid, {}, 0, "ok", {"iperf3": iperf(9 * GBIT), "command": []})
+        s.record_run(eid, {}, 1, "failed", {"iperf3": iperf(8 * GBIT)}, "command: exit 1",
+                     failed_measurements=["command"])  # fmt: skip
+        s.record_run(eid, {}, 2, "failed", {"iperf3": iperf(1.0)}, "lab could not be built")
+        (group,) = collect(load(s, "mixed"), THROUGHPUT)
+        assert group.values == [9 * GBIT, 8 * GBIT]
+        assert [r.repetition for r in group.ok_runs] == [0, 1]
+        assert [r.repetition for r in group.failed] == [2]
+
+
 def test_groups_by_a_parameter_pool_the_others(store: ResultStore) -> None:
     data = load(store, "ring")
     by_hops = collect(data, THROUGHPUT, by=["hops"])
