@@ -4,7 +4,9 @@ Every node is a `kind: linux` container without a management interface (`network
 none`, so netrig's eth0 stays the lab's), linked by veth pairs with netrig's interface
 names and MTUs; its `exec` lines give what netrig's build gives: the addresses (loopbacks,
 links, bridges), a bridge for switch nodes (and hosts that bridge), the planned routes
-(multipath as several nexthops, the loopback as source), and tc for rates, delay and loss.
+(multipath as several nexthops, the loopback as source), tc for rates, delay and loss, then
+the node's own exec lines, quoted to split as they did. A node's `cmd` and `binds` are
+kept, and a node in another's namespace is `network-mode: container:X`.
 What netrig runs as daemons (a routing protocol's, services, firewalls) is named in the
 header, not exported. The image is left to the user: `${NETRIG_CLAB_IMAGE:=…}`.
 
@@ -13,6 +15,7 @@ header, not exported. The image is left to the user: `${NETRIG_CLAB_IMAGE:=…}`
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import yaml
@@ -26,7 +29,16 @@ def to_clab(plan: LabPlan, source: str | None = None) -> str:
     """The containerlab file of a plan, with a header saying what was left out."""
     nodes: dict[str, Any] = {}
     for node in plan.nodes.values():
-        entry: dict[str, Any] = {"network-mode": "none"}
+        # a node in another's namespace shares its container's (and has no links of its own)
+        entry: dict[str, Any] = {
+            "network-mode": f"container:{node.shares}" if node.shares else "none"
+        }
+        if node.cmd:
+            entry["cmd"] = _line(node.cmd)
+        if node.binds:
+            entry["binds"] = [
+                f"{host}:{inside}" + (":ro" if ro else "") for host, inside, ro in node.binds
+            ]
         lines = _node_lines(plan, node)
         if lines:
             entry["exec"] = lines
@@ -105,8 +117,15 @@ def _node_lines(plan: LabPlan, node: NodePlan) -> list[str]:
         lines += [f"ip addr add {cidr} dev {iface.name}" for cidr in iface.addrs]
     lines += _tc_lines(plan, node)
     lines += _route_lines(node)
-    lines += [" ".join(argv) for argv in node.exec]
+    lines += [_line(argv) for argv in node.exec]
     return lines
+
+
+def _line(argv: list[str]) -> str:
+    """A command line that splits back into `argv` (quoted as a shell would need it), its
+    `$` written `$$`: containerlab substitutes `$VAR` in the whole file before reading it
+    (`sh -c 'echo a b > f'` had been written unquoted and ran `sh -c echo`)."""
+    return shlex.join(argv).replace("$", "$$")
 
 
 def _tc_lines(plan: LabPlan, node: NodePlan) -> list[str]:

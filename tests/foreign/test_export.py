@@ -50,6 +50,36 @@ def test_read_back_gives_the_same_addresses_and_links(tmp_path: Path) -> None:
     assert any(argv[:2] == ["tc", "qdisc"] for argv in again.nodes["a"].exec)
 
 
+def test_exec_cmd_binds_and_shared_namespaces_read_back_the_same(tmp_path: Path) -> None:
+    """A quoted exec line had been written unquoted (`sh -c echo a b > f` ran `sh -c echo`),
+    `$` was left to containerlab's substitution, and cmd, binds and a node in another's
+    namespace were dropped."""
+    motd = tmp_path / "motd"
+    motd.write_text("hi\n")
+    src = tmp_path / "lab.yaml"
+    src.write_text(
+        "name: quoted\ntopology: {kind: pair}\nnodes:\n"
+        "  - name: n1\n"
+        '    exec: ["sh -c \'echo a b > /tmp/x; echo $HOME\'", "echo \'two  spaces\'"]\n'
+        '    cmd: "sh -c \'sleep 1000\'"\n'
+        f'    binds: ["{motd}:/etc/motd.netrig:ro"]\n'
+        "  - {name: side, netns: n1, cmd: sleep 1000}\n"
+    )
+    out = tmp_path / "quoted.clab.yml"
+    result = netrig_cli("export", str(src), "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "$$HOME" in out.read_text()
+    original = build_plan(load_file(str(src)))
+    again = build_plan(load_file(str(out)))
+    n1, back = original.nodes["n1"], again.nodes["n1"]
+    assert back.exec[-2:] == n1.exec == [
+        ["sh", "-c", "echo a b > /tmp/x; echo $HOME"], ["echo", "two  spaces"]
+    ]
+    assert back.cmd == n1.cmd == ["sh", "-c", "sleep 1000"]
+    assert back.binds == n1.binds == [(str(motd), "/etc/motd.netrig", True)]
+    assert again.nodes["side"].shares == "n1" and again.nodes["side"].cmd == ["sleep", "1000"]
+
+
 def test_the_sysctls_survive_the_round_trip(tmp_path: Path) -> None:
     """ring16's l4 multipath hash is a sysctl: read back, it must still be set."""
     out = tmp_path / "ring16.clab.yml"
