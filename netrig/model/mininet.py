@@ -137,6 +137,9 @@ class Topo:
     ) -> Any:
         if not opts and self.lopts:
             opts = self.lopts
+        for node in (node1, node2):  # Mininet's own KeyError: 'h9' named no line
+            if node not in self.g.node:
+                raise ValueError(f"addLink: no node {node!r} (add it with addHost or addSwitch)")
         port1, port2 = self.addPort(node1, node2, port1, port2)
         info = {**opts, "node1": node1, "node2": node2, "port1": port1, "port2": port2}
         key = self.g.add_edge(node1, node2, key, info)
@@ -385,8 +388,11 @@ def _choose(namespace: dict[str, Any], path: str, topo: str | None) -> tuple[str
            and v.__module__ == "__netrig_topology__"]  # fmt: skip
     if len(own) != 1:
         found = ", ".join(c.__name__ for c in own) or "none"
+        how = (" (--topo names a topology of the `topos` dict, or a built-in one)"
+               if len(own) > 1 else "")
         raise SpecError([Problem(path, f"a topology file needs one Topo subclass or a `topos` "
-                                       f"dict (Topo subclasses found: {found})")])  # fmt: skip
+                                       f"dict, e.g. topos = {{'mine': MyTopo}} (Topo subclasses "
+                                       f"found: {found}){how}")])  # fmt: skip
     return own[0].__name__, own[0], []
 
 
@@ -446,12 +452,12 @@ def lab_doc(path: str, topo: str | None = None) -> yamlmarks.MarkedDoc:
             if isinstance(params, dict) and params.get("ip"):
                 link[f"{end}_addr"] = [_with_prefix(str(params["ip"]))]
         if info.get("bw"):
-            link["rate"] = f"{float(info['bw']):g}mbit"
+            link["rate"] = f"{_number(info, 'bw', where((node1, node2, key)))}mbit"
         for opt in ("delay", "jitter"):
             if info.get(opt):
                 link[opt] = str(info[opt])
         if info.get("loss"):
-            link["loss"] = f"{float(info['loss']):g}%"
+            link["loss"] = f"{_number(info, 'loss', where((node1, node2, key)))}%"
         for opt in info:
             if opt in IGNORED:
                 note(where((node1, node2, key)), f"link {node1}–{node2}: Mininet option "
@@ -466,7 +472,7 @@ def lab_doc(path: str, topo: str | None = None) -> yamlmarks.MarkedDoc:
         ends.setdefault(node1, []).append((info["port1"], at, "a"))  # type: ignore[arg-type]
         ends.setdefault(node2, []).append((info["port2"], at, "b"))  # type: ignore[arg-type]
         links.append(link)
-    _address_hosts(built, links, ends)
+    _address_hosts(built, links, ends, [where(k) for k in built.links(withKeys=True)])
     data = {
         "name": stem[:20] or "mininet",
         "nodes": nodes,
@@ -479,11 +485,31 @@ def lab_doc(path: str, topo: str | None = None) -> yamlmarks.MarkedDoc:
     return yamlmarks.MarkedDoc(data, path, marks, dict(marks))
 
 
+def _number(info: dict[str, Any], key: str, where: str) -> str:
+    """A link's `bw=`/`loss=` as Mininet takes them (a number, or its text); anything else
+    is refused at the addLink line (bw='fast' had been a ValueError traceback)."""
+    value = info[key]
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        unit = "Mbit/s" if key == "bw" else "%"
+        raise SpecError(
+            [Problem(where, f"{key}={value!r}: a number ({unit}) is needed")]
+        ) from None
+
+
 def _with_prefix(ip: str) -> str:
     return ip if "/" in ip else f"{ip}/{IP_BASE.prefixlen}"
 
 
-def _address_hosts(built: Topo, links: list[dict[str, Any]], ends: dict[str, list[Any]]) -> None:
+def _address_hosts(
+    built: Topo,
+    links: list[dict[str, Any]],
+    ends: dict[str, list[Any]],
+    link_where: list[str],
+) -> None:
     """Mininet's addressing: host i (natural order) gets ipBase + i on its default interface
     (its lowest port), unless ip= gives one; that overrides a params ip there."""
     for number, host in enumerate(built.hosts(), start=1):
@@ -493,4 +519,9 @@ def _address_hosts(built: Topo, links: list[dict[str, Any]], ends: dict[str, lis
         if not ends.get(host):
             continue  # no interface: nothing to address (Mininet would address lo's peer)
         _port, at, end = min(ends[host], key=lambda e: e[0])
+        given = links[at].get(f"{end}_addr")
+        if given and given != [cidr]:
+            note(link_where[at], f"{host}: its default interface {links[at][f'{end}_ifname']} "
+                 f"gets the host's address {cidr}, not params ip {given[0]} (Mininet does "
+                 f"the same; give ip= to addHost)")  # fmt: skip
         links[at][f"{end}_addr"] = [cidr]

@@ -6,6 +6,7 @@ import json
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from netrig.host import features
 from netrig.model import mininet
 from netrig.model.load import SpecError
+from netrig.model.problems import Note
 from netrig.rig import Lab
 from netrig.rig.prepare import load_file, plan_lab
 from tests.conftest import netrig_cli, new_lab_name, requires_root, requires_tool
@@ -69,6 +71,32 @@ def test_old_style_topo_with_ips_ports_names_and_default_route(tmp_path: Path) -
     assert h2.exec == [["ip", "route", "add", "default", "via", "192.0.2.65"]]
 
 
+def test_a_params_ip_on_the_default_interface_yields_to_the_hosts_with_a_note(
+    tmp_path: Path,
+) -> None:
+    """As Mininet's configHosts: the host's ip (given or automatic) goes on its default
+    interface; a params ip there is replaced, now with a note saying so."""
+    path = write(
+        tmp_path,
+        """\
+        from mininet.topo import Topo
+        class P(Topo):
+            def build(self):
+                h1, h2 = self.addHost("h1"), self.addHost("h2")
+                self.addLink(h1, h2, params1={"ip": "198.51.100.9/24"})
+        """,
+    )
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        plan = plan_lab(load_file(path))
+    assert plan.nodes["h1"].iface("h1-eth0").addrs == ["198.18.0.1/15"]
+    notes = [str(w.message) for w in seen if issubclass(w.category, Note)]
+    assert any(
+        "h1: its default interface h1-eth0 gets the host's address 198.18.0.1/15, not "
+        "params ip 198.51.100.9/24" in n and ":5:" in n for n in notes  # the addLink
+    ), notes
+
+
 def test_hosts_numbered_in_natural_order_from_netrigs_pool(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -113,6 +141,20 @@ def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
         ("class T(Topo):\n    pass\n# \0\n", 5, "not Python source: a NUL byte here"),
         # `up` had exited 0 with no lab: the exit was the file's, while netrig read it
         ("import sys\nsys.exit(0)\n", 4, "the file called exit (0)"),
+        # a ValueError traceback, and a bare KeyError: 'h9'
+        (
+            "class T(Topo):\n    def build(self):\n        a, b = self.addHost('a'), "
+            "self.addHost('b')\n        self.addLink(a, b, bw='fast')\n",
+            6,
+            "bw='fast': a number (Mbit/s) is needed",
+        ),
+        (
+            "class T(Topo):\n    def build(self):\n        a = self.addHost('a')\n"
+            "        self.addLink(a, 'h9')\n",
+            6,
+            "addLink: no node 'h9'",
+        ),
+        ("class T(Topo): pass\nclass U(Topo): pass\n", 0, "topos = {'mine': MyTopo}"),
     ],
 )
 def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, words: str) -> None:
@@ -122,7 +164,7 @@ def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, wo
     with pytest.raises(SpecError) as exc:
         plan_lab(load_file(path))
     problem = str(exc.value.problems[0])
-    assert problem.startswith(f"{path}:{line}") and words in problem, problem
+    assert problem.startswith(f"{path}:{line}" if line else path) and words in problem, problem
 
 
 def test_delay_needs_netem_refused_at_the_addlink_line(tmp_path: Path) -> None:
