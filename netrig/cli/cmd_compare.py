@@ -426,6 +426,12 @@ def stat_text(
     if selector.experiment is None:
         raise CommandError(f"--experiment {ref!r}: name the experiment, e.g. 3 or ring:hops=5")
     data = load(store, selector.experiment)
+    if by is not None and "," in by:  # the examples had said --by protocol,bfd
+        others = " or ".join(f"--by {p.strip()}" for p in by.split(",") if p.strip())
+        raise CommandError(
+            f"--by {by}: --by takes one parameter, whose values are compared in one block "
+            f"per combination of the others; try {others or '--by PARAM'}"
+        )
     if by is not None:
         data.check_params([by])
     metrics = resolve_metrics(data, metric_names)

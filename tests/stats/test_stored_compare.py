@@ -300,6 +300,9 @@ def test_stat_experiment_by_parameter_compares_its_values(
 def test_stat_experiment_errors(db: Path) -> None:
     unknown = netrig("stat", "--experiment", "ring", "--by", "rate", "--db", str(db))
     assert unknown.returncode == 2 and "no sweep parameter 'rate'" in unknown.stderr
+    two = netrig("stat", "--experiment", "ring", "--by", "hops,rate", "--db", str(db))
+    assert two.returncode == 2 and "--by takes one parameter" in two.stderr, two.stderr
+    assert "try --by hops or --by rate" in two.stderr
     metric = netrig("stat", "--experiment=ring", "--metric", "jitter", "--db", str(db))
     assert metric.returncode == 2 and "no metric 'jitter'" in metric.stderr
     # a filter no run matches printed nothing at all (exit 1); now says so, as compare does
