@@ -46,9 +46,14 @@ def status(cluster: str | None) -> None:
     for column in ("lab", "state", "nodes", "age", "file"):
         table.add_column(column)
     for lab in labs:
-        present = sum(1 for o in ledger.objects(lab.name, "netns") if netns.exists(o.name))
+        # against what the ledger recorded, not the node count: a node in another's
+        # namespace (`netns:`, containerlab's container:X) has none of its own
+        recorded = ledger.objects(lab.name, "netns")
+        present = sum(1 for o in recorded if netns.exists(o.name))
         state = (
-            lab.state if present == lab.nodes else f"{lab.state} ({present}/{lab.nodes} namespaces)"
+            lab.state
+            if present == len(recorded)
+            else f"{lab.state} ({present}/{len(recorded)} namespaces)"
         )
         table.add_row(
             lab.name, state, str(lab.nodes), _age(time.time() - lab.created), lab.source or ""

@@ -75,6 +75,14 @@ def test_status_shows_node_counts_and_age(make_lab) -> None:  # type: ignore[no-
     assert re.fullmatch(r"\d+s", age) and 2 <= int(age[:-1]) < 120, age
     netns.delete(lab.ns("n2"))  # a namespace gone behind netrig's back: status says so
     assert row()[1] == "up (2/3 namespaces)"
+    # a node in another's namespace has none of its own: that lab is simply up
+    shared = make_lab(
+        {"topology": {"kind": "pair"}, "nodes": [{"name": "n1-side", "netns": "n1"}]},
+        check=False,
+    )
+    out = netrig_cli("status")
+    [line] = [ln for ln in out.stdout.splitlines() if f" {shared.name} " in ln]
+    assert [c.strip() for c in line.split("│")[1:4]] == [shared.name, "up", "3"], line
 
 
 def test_trace_6_follows_the_ipv6_addresses(make_lab) -> None:  # type: ignore[no-untyped-def]
