@@ -9,6 +9,7 @@ real traffic. Counting over many flows (source ports) shows how traffic spreads.
 
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 from collections import Counter
@@ -173,7 +174,22 @@ class Tracer:
                 node, iif = nxt
             return Path(tuple(hops), False, f"more than {MAX_HOPS} hops (a loop?)")
         except OSError as exc:
-            return Path(tuple([*hops, Hop(node, None)]), False, exc.strerror or str(exc))
+            said = exc.strerror or str(exc)
+            if exc.errno == errno.EINVAL and iif is not None and flow_src is not None:
+                said = self._martian(node, iif, flow_src)
+            return Path(tuple([*hops, Hop(node, None)]), False, said)
+
+    def _martian(self, node: str, iif: int, flow_src: str) -> str:
+        """Why an input lookup is refused (EINVAL): the kernel drops a packet whose source
+        is one of the node's own addresses (back at the sender, sent back by the hop before
+        it: a cut next to the source) or one it cannot take from that interface."""
+        port = self.ifname.get((node, iif), f"if{iif}")
+        if self.owner.get(flow_src, ("",))[0] == node:
+            return (
+                f"{node} drops it: its own address {flow_src} comes back in on {port} "
+                "(a martian: the hop before sends the traffic back)"
+            )
+        return f"{node} drops it as a martian: source {flow_src} on {port} (Invalid argument)"
 
     def _next_node(self, node: str, oif: int, nexthop: str) -> tuple[str, int] | None:
         """The node (and its ingress ifindex) the packet reaches next."""

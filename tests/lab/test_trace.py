@@ -81,3 +81,21 @@ def test_a_routing_loop_is_named_as_soon_as_a_lookup_repeats(make_lab) -> None: 
         path = tracer.trace("n1", lab.addr("n4"))
     assert not path.reached and path.error == "a routing loop: n3 → n2 → n3", path
     assert path.nodes() == ["n1", "n2", "n3", "n2", "n3"]
+
+
+@requires_root
+def test_a_packet_sent_back_to_its_sender_is_named_a_martian(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """A cut next to the sender: the neighbour's covering route sends the packet straight
+    back, and the sender drops its own address coming in (the kernel's EINVAL had been
+    printed as a bare 'Invalid argument')."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3}, "routing": {"protocol": "static"}})
+    n1_toward_n2 = next(i for i in lab.plan.nodes["n1"].ifaces if i.peer == "n2")
+    back_to_n1 = n1_toward_n2.addrs[0].split("/")[0]
+    lab.exec("n2", ["ip", "route", "replace", f"{lab.addr('n3')}/32", "via", back_to_n1], check=True)
+    with Tracer(lab.plan) as tracer:
+        path = tracer.trace("n1", lab.addr("n3"))
+    assert path.nodes() == ["n1", "n2", "n1"] and not path.reached, path
+    assert path.error == (
+        f"n1 drops it: its own address {lab.addr('n1')} comes back in on {n1_toward_n2.name} "
+        "(a martian: the hop before sends the traffic back)"
+    ), path
