@@ -8,8 +8,9 @@ link rates changed; by hand (`netrig link`, `netrig node`) or on a timeline of e
 
 A link brought back up gets back what the kernel dropped when it went down: its IPv6
 addresses (flushed on down unless keep_addr_on_down), its permanent neighbour entries and
-the planned (static) routes through it, exactly as the plan has them, so the lab is as it was
-before the fault.
+the planned (static) routes through it, exactly as the plan has them, and, where no daemon
+routes, every other route the kernel dropped with it (those of exec lines), so the lab is as
+it was before the fault.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
     """Both ends of the A–B link administratively down (or up again)."""
     link = find_link(lab.plan, a, b)
     ends = ((link.a, link.a_iface), (link.b, link.b_iface))
-    keep = not lab.protocol.restores_dropped_routes
+    # what the kernel drops with the link is kept to put back on `up`: a daemon that does
+    # not do it itself, and routes no plan has (a containerlab file's exec lines)
+    keep = not lab.protocol.restores_dropped_routes or not lab.protocol.runs_daemons()
     for node, ifname in ends:
         iface = lab.plan.node(node).iface(ifname)
         if keep and not up:
