@@ -13,12 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from netrig.lab import netns
-from netrig.lab.run import ETC_VIEWS, etc_views
+from netrig.lab.run import ETC_VIEWS, VAR_TMP, etc_views
 
 
 def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object]]) -> None:
     """Join the node: its network namespace, a mount namespace of its own, its /sys, its
-    /run and its binds."""
+    /run, its /var/tmp (what programs leave there goes with the lab) and its binds."""
     fd = os.open(ns_path, os.O_RDONLY | os.O_CLOEXEC)
     netns.setns(fd, netns.CLONE_NEWNET)
     os.close(fd)
@@ -31,6 +31,9 @@ def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object
         pass  # a sysfs that shows the host's devices is a nuisance, not an error
     if private_run:
         views = etc_views(private_run)  # read before /run hides the host's view of it
+        var_tmp = os.path.join(private_run, "..", VAR_TMP)  # before /run: it may lie there
+        if os.path.exists(var_tmp):
+            netns.mount(var_tmp, "/var/tmp", None, netns.MS_BIND)
         netns.mount(private_run, "/run", None, netns.MS_BIND)
         for name in views:  # /run is the node's now: its etc/NAME is at /run/etc/NAME
             netns.mount(f"/run/{ETC_VIEWS}/{name}", f"/etc/{name}", None, netns.MS_BIND)

@@ -33,6 +33,7 @@ from typing import Any
 from netrig.lab import netns
 
 ETC_VIEWS = "etc"  # folder of the private run directory whose folders replace those of /etc
+VAR_TMP = "var-tmp"  # beside a node's private /run: its /var/tmp (FRR leaves crash buffers)
 
 
 def etc_views(private_run: str) -> list[str]:

@@ -125,7 +125,12 @@ class LabRuntime:
         if not (self.plan.private_run or plan.private_run) and plan.ovs is None:
             return None
         path = os.path.join(self.node_dir(node), "run")
-        os.makedirs(path, exist_ok=True)
+        if not os.path.isdir(path):
+            os.makedirs(path, exist_ok=True)
+            # its /var/tmp, as the host's: anyone may write, only the owner removes
+            var_tmp = os.path.join(self.node_dir(node), run.VAR_TMP)
+            os.makedirs(var_tmp, exist_ok=True)
+            os.chmod(var_tmp, 0o1777)
         return path
 
     def start_daemon(self, node: str, argv: Sequence[str], name: str) -> subprocess.Popen[Any]:

@@ -4,7 +4,8 @@
 //
 // Enters the network namespace mounted at NSPATH, unshares a mount namespace that does not
 // propagate back to the host, mounts a sysfs that shows the node's devices, bind-mounts
-// RUNDIR over /run (unless "-"), then execs PROGRAM (an absolute path: the caller resolves
+// RUNDIR over /run and RUNDIR/../var-tmp (if there) over /var/tmp (unless "-"), then execs
+// PROGRAM (an absolute path: the caller resolves
 // it, so "command not found" is reported in the caller, as subprocess does).
 //
 // netrig starts it with a plain subprocess (posix_spawn/vfork, no Python code between fork
@@ -49,8 +50,16 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof name, "%s", ns_path);
 	if (umount2("/sys", MNT_DETACH) == 0)
 		(void)mount(basename(name), "/sys", "sysfs", 0, NULL);
-	if (strcmp(run_dir, "-") != 0 && mount(run_dir, "/run", NULL, MS_BIND, NULL) != 0)
-		return fail("bind-mount /run from", run_dir);
+	if (strcmp(run_dir, "-") != 0) {
+		// RUNDIR/../var-tmp over /var/tmp first (RUNDIR may lie under /run): what
+		// programs leave there (FRR's /var/tmp/frr/watchfrr.PID) goes with the lab
+		char var_tmp[4096];
+		snprintf(var_tmp, sizeof var_tmp, "%s/../var-tmp", run_dir);
+		if (access(var_tmp, F_OK) == 0 && mount(var_tmp, "/var/tmp", NULL, MS_BIND, NULL) != 0)
+			return fail("bind-mount /var/tmp from", var_tmp);
+		if (mount(run_dir, "/run", NULL, MS_BIND, NULL) != 0)
+			return fail("bind-mount /run from", run_dir);
+	}
 	execv(argv[3], argv + 3);
 	int code = errno == ENOENT ? 127 : 126;
 	fprintf(stderr, "netrig-nsexec: %s: %s\n", argv[3], strerror(errno));

@@ -64,6 +64,12 @@ def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> Non
         assert "192.0.2.1" in neighbors.stdout and "Full" in neighbors.stdout
         pids = [(o.pid, o.starttime) for o in lab.ledger.objects(name, "process") if o.pid]
         assert len(pids) >= 8  # zebra, ospfd, staticd and watchfrr in each router
+        # FRR's crash buffers (/var/tmp/frr/watchfrr.PID) had piled up on the host, one per
+        # start: they are in the node's own /var/tmp, gone with the lab
+        kept = os.listdir(os.path.join(lab.node_dir("r1"), "var-tmp", "frr"))
+        assert any(entry.startswith("watchfrr.") for entry in kept), kept
+        on_host = set(os.listdir("/var/tmp/frr")) if os.path.isdir("/var/tmp/frr") else set()
+        assert not on_host & set(kept), on_host & set(kept)
     finally:
         lab.down()
     assert not any(process_alive(pid, start) for pid, start in pids)
