@@ -37,7 +37,11 @@ def down(labs: tuple[str, ...], cluster: str | None) -> None:
         for name in labs:
             removed = spread.down(name, cluster)
             hosts = [f"{host}: {n} namespaces" for host, n in removed if n]
-            console.print(f"lab {name}: " + ("; ".join(hosts) or "on no host, nothing to remove"))
+            asked = ", ".join(host for host, _n in removed) or "none"
+            console.print(f"lab {name}: " + ("; ".join(hosts) or (
+                f"on none of the hosts connected now ({asked}), nothing to remove there; "
+                "a host that has left the cluster keeps its part until `netrig clean` runs "
+                "on it (`netrig cluster local down` for a local cluster)")), soft_wrap=True)
         return
     require_root("down")
     ledger = Ledger()

@@ -33,6 +33,8 @@ def status(cluster: str | None) -> None:
         for host, labs_there in sorted(spread.status(cluster).items()):
             shown = ", ".join(f"{n} ({state}, {nodes} nodes)" for n, state, nodes in labs_there)
             console.print(f"{host}: {shown or 'no labs'}", soft_wrap=True)
+        console.print("(the hosts connected now: one that has left the cluster is not asked; "
+                      "`netrig status` on it lists what it keeps)", soft_wrap=True)
         return
     if not os.path.exists(os.path.join(STATE_DIR, "ledger.sqlite")):
         console.print("no labs are up")  # never made one (any user may ask; only root makes)

@@ -217,10 +217,15 @@ def test_a_60_node_ring_on_3_hosts_n1_reaches_n31_across_hosts(
         assert sum(trace.stdout.count(f"[{h}]") for h in set(where.values())) >= 2
         status = netrig_cli("status", "--cluster", cluster)
         assert status.stdout.count(f"{name} (up, 20 nodes)") == 3
+        assert "one that has left the cluster is not asked" in status.stdout
     finally:
         down = netrig_cli("down", name, "--cluster", cluster, timeout=120)
     assert down.returncode == 0, down.stderr
     assert [ns for ns in netns.list_names() if name in ns] == []
+    # again: no host has it; a host that left (a killed worker) is not asked, and says how
+    again = netrig_cli("down", name, "--cluster", cluster, timeout=120)
+    assert again.returncode == 0 and "on none of the hosts connected now (" in again.stdout
+    assert "until `netrig clean` runs on it" in again.stdout, again.stdout
     assert all(labs == [] for labs in _labs_on_hosts().values())
 
 
