@@ -10,6 +10,7 @@ from typing import IO, Any
 import click
 from rich.table import Table
 
+from netrig.base.values import render
 from netrig.cli import cli
 from netrig.cli.common import (
     DB_OPTION,
@@ -125,7 +126,7 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
     for column in ("run", "point", "rep", "status", "duration s", "reason"):
         table.add_column(column)
     for run in runs:
-        point = ", ".join(f"{k}={v}" for k, v in run.point.items()) or "-"
+        point = ", ".join(f"{k}={render(v)}" for k, v in run.point.items()) or "-"
         duration = f"{run.duration:.2f}" if run.duration is not None else "-"
         table.add_row(
             f"r{run.id}", point, str(run.repetition), run.status, duration, run.reason or ""
@@ -151,7 +152,7 @@ def _show_run(store: ResultStore, run_id: int) -> None:
         fail(str(exc), EXIT_BAD_INPUT)
         return
     e = store.experiment(run.experiment_id)
-    point = ", ".join(f"{k}={v}" for k, v in run.point.items()) or "-"
+    point = ", ".join(f"{k}={render(v)}" for k, v in run.point.items()) or "-"
     duration = f"{run.duration:.2f} s" if run.duration is not None else "-"
     console.print(
         f"[bold]run r{run.id}[/] of experiment {e.id} {e.name}: point {point}, "

@@ -50,6 +50,9 @@ def trace(
     Each hop is the kernel's own forwarding decision for the flow, multipath hash
     included, so `--count` shows how equal-cost paths share the traffic.
     """
+    if proto == "icmp" and flows is not None:  # it had counted "16 icmp flows" on one path
+        fail("--count varies the flows' source ports, and ICMP has none: every ICMP packet "
+             "between two addresses takes one path; trace it without --count", EXIT_BAD_INPUT)
     if cluster:
         _trace_on_cluster(lab, src, dst, cluster, proto, sport, dport, 6 if ipv6 else 4, flows)
         return
@@ -65,7 +68,7 @@ def trace(
         with Tracer(plan, stopped) as tracer:
             path = tracer.trace(src, dst_addr, proto, sport, dport)
         console.print(
-            f"{src} → {dst} ({dst_addr}), {proto} {sport}→{dport}: "
+            f"{src} → {dst} ({dst_addr}), {_flow(proto, sport, dport)}: "
             f"{counted(len(path.hops) - 1, 'hop')}"
         )
         console.print(str(path))
@@ -125,10 +128,16 @@ def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sp
             raise SystemExit(EXIT_FAILURE)
         return
     hops, reached, error = labs.trace(lab, src, dst_addr, address, proto, sport, dport)
-    console.print(f"{src} → {shown_dst}, {proto} {sport}→{dport}: {counted(len(hops) - 1, 'hop')}")
+    console.print(f"{src} → {shown_dst}, {_flow(proto, sport, dport)}: "
+                  f"{counted(len(hops) - 1, 'hop')}")
     console.print(_hops_text(hops, reached, error), soft_wrap=True)
     if not reached:
         raise SystemExit(EXIT_FAILURE)
+
+
+def _flow(proto: str, sport: int, dport: int) -> str:
+    """`tcp 40000→5201`; ICMP has no ports: `icmp`."""
+    return proto if proto == "icmp" else f"{proto} {sport}→{dport}"
 
 
 def _hops_text(hops: list[tuple[str, str, str | None]], reached: bool, error: str | None) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 from netrig import routing
 from netrig.cluster.host import HostConfig, current
 from netrig.lab import netns, nlwire
-from netrig.lab.build import LabError, ipv4_forwarding, route_requests
+from netrig.lab.build import BadInput, LabError, ipv4_forwarding, route_requests
 from netrig.lab.ledger import Ledger, save_json
 from netrig.plan.model import LabPlan, LinkPlan, NetworkPlan, NodePlan, RoutePlan
 from netrig.rig import Lab
@@ -108,8 +108,11 @@ def vni_of(lab: str, link: int) -> int:
 
 def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
     """Each host's part of the plan (see the module docstring)."""
-    if plan.protocol in SWITCHED or any(n.kind == "switch" for n in plan.nodes.values()):
-        raise LabError(f"lab {plan.name}: switch nodes across hosts are not done yet")
+    switches = [n.name for n in plan.nodes.values() if n.kind == "switch"]
+    if plan.protocol in SWITCHED or switches:  # the file's, not the host's: exit 2
+        what = f"switch node {switches[0]}" if switches else f"routing {plan.protocol}"
+        raise BadInput(f"lab {plan.name}: {what}: a switched segment across hosts is not "
+                       "done yet; bring the lab up on one host (without --cluster)")
     daemons = routing.make(plan.protocol, plan.routing_options).runs_daemons()
     parts = {}
     for host in dict.fromkeys(where.values()):

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from netrig.base.values import render
 from netrig.model.yamlmarks import KeyPath
 
 MAX_EXPR = 200  # characters inside one {…}
@@ -141,15 +142,6 @@ def evaluate(expr: str, params: Mapping[str, Any]) -> Any:
 
 _WHOLE = re.compile(r"\{([^{}]*)\}")
 _FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
-
-
-def render(value: Any) -> str:
-    """A parameter's value as it reads inside a string: 8.0 → '8', True → 'true'."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def expand(text: str, params: Mapping[str, Any]) -> Any:

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from netrig.base.values import render
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog, MeasurementTraits
 from netrig.model.experiment import ExperimentModel, ExperimentSettings, substitute_point
-from netrig.model.expr import render
 from netrig.model.load import Problem, SpecError, _problems, load_doc
 from netrig.model.yamlmarks import KeyPath
 from netrig.plan.events import Event, check_events, parse_event

@@ -427,12 +427,14 @@ def _check_unique_ifnames(
         for iface in node.ifaces:
             if iface.name in seen or iface.name in ("lo", "br0"):
                 link = graph.links[iface.link]
-                problems.append(
-                    Problem(
-                        graph.where(link.path),
-                        f"interface name {iface.name!r} is used twice on node {node.name!r}",
-                    )
-                )
+                said = (
+                    f"interface name {iface.name!r} is used twice on node {node.name!r}"
+                    if iface.name in seen
+                    else f"interface name {iface.name!r} on node {node.name!r} is the node's "
+                    + ("loopback" if iface.name == "lo" else "bridge's (a switch, or a host "
+                       "that bridges)") + "; a link needs another name"
+                )  # fmt: skip
+                problems.append(Problem(graph.where(link.path), said))
             seen.add(iface.name)
 
 

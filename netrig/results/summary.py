@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from netrig import measure
 from netrig.base.scale import display_scale
+from netrig.base.values import render
 from netrig.experiment.disruption import HEADLINE
 from netrig.plan.runs import point_key
 from netrig.results.store import ResultStore, Run
@@ -35,7 +36,7 @@ class SummaryRow:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.point.items()) or "-"
+        return ", ".join(f"{k}={render(v)}" for k, v in self.point.items()) or "-"
 
 
 def metric_label(measurement: str, metric: str) -> str:

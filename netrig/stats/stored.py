@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from netrig.base.sample import Sample
+from netrig.base.values import render
 from netrig.plan.runs import point_key
 from netrig.results.store import ExperimentRecord, ResultStore, Run
 from netrig.results.summary import headline_metrics, metric_label
@@ -109,7 +110,7 @@ def point_matches(point: Mapping[str, Any], filters: Sequence[tuple[str, str]]) 
 def point_label(point: Mapping[str, Any] | Sequence[tuple[str, Any]]) -> str:
     """hops=5, rate=1gbit; "all runs" for an experiment without `vary:`."""
     items = point.items() if isinstance(point, Mapping) else point
-    return ", ".join(f"{k}={v}" for k, v in items) or "all runs"
+    return ", ".join(f"{k}={render(v)}" for k, v in items) or "all runs"
 
 
 # -- loading ------------------------------------------------------------------------------------

@@ -146,6 +146,12 @@ def test_defaults_kinds_groups_inherit_as_containerlab(tmp_path: Path) -> None:
             9,
             "interface a:eth1 is already an end of the link on line 8",
         ),
+        (  # the loopback as an endpoint had been "used twice" (it is used once)
+            "    a: {kind: linux}\n    b: {kind: linux}\n"
+            '  links:\n    - endpoints: ["a:lo", "b:eth1"]\n',
+            7,
+            "interface name 'lo' on node 'a' is the node's loopback",
+        ),
     ],
 )
 def test_refused_at_file_line(tmp_path: Path, body: str, line: int, words: str) -> None:

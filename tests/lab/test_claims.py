@@ -87,6 +87,10 @@ def test_status_shows_node_counts_and_age(make_lab) -> None:  # type: ignore[no-
 
 def test_trace_6_follows_the_ipv6_addresses(make_lab) -> None:  # type: ignore[no-untyped-def]
     lab = make_lab({"topology": {"kind": "chain", "nodes": 4}})
+    icmp = netrig_cli("trace", lab.name, "n1", "n4", "--proto", "icmp")
+    assert icmp.returncode == 0 and ", icmp: 3 hops" in icmp.stdout, icmp.stdout  # no ports
+    counted = netrig_cli("trace", lab.name, "n1", "n4", "--proto", "icmp", "--count", "16")
+    assert counted.returncode == 2 and "ICMP has none" in counted.stderr, counted.stderr
     v6 = netrig_cli("trace", lab.name, "n1", "n4", "-6")
     assert v6.returncode == 0, v6.stderr
     assert lab.addr("n4", 6) in v6.stdout and lab.addr("n4", 4) not in v6.stdout

@@ -118,3 +118,13 @@ def test_a_run_failed_by_one_measurement_keeps_the_others_values(tmp_path: Path)
         throughput, command = rows[("iperf3", "throughput")], rows[("command", "x")]
         assert (throughput.n, throughput.failed, throughput.median) == (2, 1, 8.5e9)
         assert (command.n, command.failed) == (1, 2)
+
+
+def test_a_yes_no_parameter_reads_as_in_the_file(tmp_path: Path) -> None:
+    """bfd=false, as the dry run and the file say (the summary had said bfd=False)."""
+    with ResultStore(tmp_path / "b.db") as store:
+        eid = store.begin_experiment("b", "text", {})
+        store.record_run(eid, {"bfd": False, "rate": 8.0}, 1, "ok",
+                         {"x": [Sample("y", 1.0, "s")]})  # fmt: skip
+        (row,) = summarize(store, eid, all_metrics=True)
+        assert row.label == "bfd=false, rate=8"
