@@ -176,14 +176,16 @@ def replace_rate(ns: str, index: int, rate: int | None, burst: int | None = None
 
     def apply() -> None:
         with IPRoute() as ipr:
-            if rate is None:
-                try:
-                    ipr.tc("del", index=index, root=True)
-                except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
-                    if exc.code not in (errno.ENOENT, errno.EINVAL):
-                        raise
-                return
-            set_tbf(ipr, index, rate, burst, command="replace")
+            # removed and added, not replaced: a replaced bucket keeps the packets queued
+            # under the old one, and a GSO packet larger than the new burst can never leave
+            # (1gbit → 10mbit stalled TCP for good: 4 packets, 48 kB, stuck)
+            try:
+                ipr.tc("del", index=index, root=True)
+            except NetlinkError as exc:  # no qdisc of ours there: nothing to remove
+                if exc.code not in (errno.ENOENT, errno.EINVAL):
+                    raise
+            if rate is not None:
+                set_tbf(ipr, index, rate, burst)
 
     netns.in_netns(ns, apply)
 

@@ -24,6 +24,39 @@ def summary(store: ResultStore, run_id: int, name: str) -> dict[str | None, dict
 
 
 @requires_tool("iperf3")
+def test_a_rate_cut_under_load_slows_tcp_and_never_stalls_it(tmp_path: Path, lab_name: str) -> None:
+    """1gbit → 10mbit while TCP runs: a replaced token bucket had kept GSO packets larger
+    than its new burst, which could never leave ("iperf3 client did not finish")."""
+    path = write(
+        tmp_path,
+        "slow",
+        f"""\
+        name: {lab_name}
+        topology: {{kind: pair}}
+        links: [{{a: n1, b: n2, rate: 1gbit}}]
+        measure:
+          - iperf3: {{client: n1, server: n2, duration: 3, interval: 0.5}}
+        events:
+          - link n1-n2 rate 10mbit @ 1.5s
+        repeat: 2
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        (exp,) = store.experiments()
+        for run in store.runs(exp.id):
+            late = [s.value for m, s in store.samples(run.id)
+                    if m == "iperf3" and s.metric == "throughput" and s.t is not None
+                    and s.stream is None and 2.0 <= s.t < 2.9]  # fmt: skip
+            # moving in every interval, ~10 Mbit/s on average (a receiver's 0.5-s intervals
+            # take what arrives in bursts: 5.7 and 14.4 Mbit/s)
+            assert late and min(late) > 1e6 and 4e6 < sum(late) / len(late) < 13e6, late
+    assert namespaces_of(lab_name) == []
+
+
+@requires_tool("iperf3")
 @requires_tool("fping")
 def test_static_link_down_and_up_under_load_gives_outage_and_restores_the_routes(
     tmp_path: Path, lab_name: str
