@@ -21,7 +21,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -102,6 +102,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # v6: which measurements of a failed run failed (JSON list); NULL: the whole run (its
     # lab, an event), or a run stored before v6.
     ("ALTER TABLE runs ADD COLUMN failed_measurements TEXT",),
+    # v7: each measurement's plugin by its name (JSON object), so a named one (`name:
+    # ping-baseline` on an iperf3) shows its plugin's metrics; NULL: stored before v7.
+    ("ALTER TABLE experiments ADD COLUMN measurements TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -138,6 +141,7 @@ class ExperimentRecord:
     ended: datetime | None
     status: str
     host_facts: dict[str, Any]
+    measurements: dict[str, str] = field(default_factory=dict)  # name → plugin (v7 on)
 
 
 @dataclass(frozen=True)
@@ -311,16 +315,22 @@ class ResultStore:
     # -- writing ----------------------------------------------------------------------------
 
     def begin_experiment(
-        self, name: str, file_text: str, host_facts: Mapping[str, Any]
+        self,
+        name: str,
+        file_text: str,
+        host_facts: Mapping[str, Any],
+        measurements: Mapping[str, str] | None = None,
     ) -> int:
-        """Record the start of an experiment (status 'running') and return its id."""
+        """Record the start of an experiment (status 'running') and return its id;
+        `measurements`: each measurement's plugin by its name."""
         file_hash = hashlib.sha256(file_text.encode()).hexdigest()
         facts = json.dumps(dict(host_facts), sort_keys=True)
+        kinds = None if measurements is None else json.dumps(dict(measurements), sort_keys=True)
         with self._transaction() as db:
             cursor = db.execute(
-                "INSERT INTO experiments (name, file_text, file_hash, started, host_facts, owner)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (name, file_text, file_hash, _iso(_now()), facts, current_owner()),
+                "INSERT INTO experiments (name, file_text, file_hash, started, host_facts, owner,"
+                " measurements) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, file_text, file_hash, _iso(_now()), facts, current_owner(), kinds),
             )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
@@ -443,6 +453,7 @@ class ResultStore:
             file_hash=row["file_hash"], started=datetime.fromisoformat(row["started"]),
             ended=_from_iso(row["ended"]), status=status,
             host_facts=json.loads(row["host_facts"]),
+            measurements=json.loads(row["measurements"] or "{}"),
         )
 
     @staticmethod

@@ -45,14 +45,15 @@ def metric_label(measurement: str, metric: str) -> str:
     return metric if metric == measurement else f"{measurement} {metric}"
 
 
-def headline_metrics(measurement: str) -> tuple[str, ...] | None:
-    """The metrics a plugin shows by default for a measurement name (iperf3, iperf3-2 …);
-    for `events`, what the timeline did (not when each event happened)."""
-    if measurement == "events":
-
+def headline_metrics(measurement: str, kind: str | None = None) -> tuple[str, ...] | None:
+    """The metrics a plugin shows by default for a measurement: by its plugin (`kind`, as
+    stored since v7) or else by its name (iperf3, iperf3-2 …: a named `ping-baseline`
+    iperf3 had shown ping's metrics, none of its own); for `events`, what the timeline
+    did (not when each event happened)."""
+    if measurement == "events" and kind is None:
         return HEADLINE
     plugins = measure.load_plugins()
-    base = measurement if measurement in plugins else measurement.rsplit("-", 1)[0]
+    base = kind or (measurement if measurement in plugins else measurement.rsplit("-", 1)[0])
     cls = plugins.get(base)
     return cls.summary_metrics if cls and cls.summary_metrics else None
 
@@ -60,9 +61,13 @@ def headline_metrics(measurement: str) -> tuple[str, ...] | None:
 def summarize(
     store: ResultStore, experiment_id: int, all_metrics: bool = False
 ) -> list[SummaryRow]:
-    """One row per (sweep point, measurement, metric), points in order of their values
-    (numbers by value): runs spread over hosts, or interleaved, finish in any order."""
+    """One row per (sweep point, measurement, metric), points in the order the file's
+    `vary:` gives their values (runs spread over hosts, or interleaved, finish in any
+    order); a measurement's default metrics are those of its plugin, whatever its name."""
     runs = store.runs(experiment_id)
+    record = store.experiment(experiment_id)
+    kinds = record.measurements
+    order = vary_order(record.file_text)
     points: dict[str, dict[str, object]] = {}
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -80,14 +85,14 @@ def summarize(
                 continue
             if not run.counts_for(name):  # its failure, or the whole run's
                 continue
-            wanted = None if all_metrics else headline_metrics(name)
+            wanted = None if all_metrics else headline_metrics(name, kinds.get(name))
             if wanted is not None and sample.metric not in wanted:
                 continue
             values[(key, name, sample.metric)].append(sample.value)
             units[(name, sample.metric)] = sample.unit
     columns = list(units)  # (measurement, metric) in order of first appearance
     rows = []
-    for key, point in sorted(points.items(), key=lambda item: _point_order(item[1])):
+    for key, point in sorted(points.items(), key=lambda item: _point_order(item[1], order)):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
         shown = False
         for name, metric in columns:
@@ -105,14 +110,45 @@ def summarize(
     return rows
 
 
-def _point_order(point: dict[str, object]) -> tuple[tuple[int, float, str], ...]:
-    """Sort key of a sweep point: its values in key order, numbers before text."""
+def vary_order(file_text: str) -> dict[str, list[str]]:
+    """Each `vary:` parameter's values (as rendered) in the order the file lists them, from
+    a mapping of lists or a list of points; {} when the text does not say (an old record,
+    a value the file computes)."""
+    import yaml
+
+    try:
+        vary = (yaml.safe_load(file_text) or {}).get("vary")
+    except (yaml.YAMLError, AttributeError):
+        return {}
+    order: dict[str, list[str]] = {}
+    if isinstance(vary, dict):
+        for name, values in vary.items():
+            order[str(name)] = [render(v) for v in values] if isinstance(values, list) else []
+        return order
+    points = vary if isinstance(vary, list) else []
+    for point in points:
+        if isinstance(point, dict):
+            for name, value in point.items():
+                seen = order.setdefault(str(name), [])
+                if render(value) not in seen:
+                    seen.append(render(value))
+    return order
+
+
+def _point_order(
+    point: dict[str, object], order: dict[str, list[str]] | None = None
+) -> tuple[tuple[int, float, str], ...]:
+    """Sort key of a sweep point: its values in key order, each by its place in the
+    file's `vary:` list, else numbers by value before text."""
     key = []
-    for value in point.values():
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            key.append((0, float(value), ""))
+    for name, value in point.items():
+        listed = (order or {}).get(name, [])
+        if render(value) in listed:
+            key.append((0, float(listed.index(render(value))), ""))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            key.append((1, float(value), ""))
         else:
-            key.append((1, 0.0, str(value)))
+            key.append((2, 0.0, str(value)))
     return tuple(key)
 
 

@@ -215,10 +215,10 @@ def load(store: ResultStore, ref: str | int) -> StoredExperiment:
 # -- which metric ---------------------------------------------------------------------------------
 
 
-def headline(measurement: str) -> tuple[str, ...] | None:
+def headline(measurement: str, kind: str | None = None) -> tuple[str, ...] | None:
     """The metrics a measurement plugin shows by default (None: all of them)."""
 
-    return headline_metrics(measurement)
+    return headline_metrics(measurement, kind)
 
 
 def resolve_metrics(data: StoredExperiment, wanted: Sequence[str] | None = None) -> list[MetricRef]:
@@ -228,7 +228,7 @@ def resolve_metrics(data: StoredExperiment, wanted: Sequence[str] | None = None)
     if not wanted:
         chosen = []
         for ref, _, _ in present:
-            shown = headline(ref.measurement)
+            shown = headline(ref.measurement, data.experiment.measurements.get(ref.measurement))
             if shown is None or ref.metric in shown:
                 chosen.append(ref)
         return chosen

@@ -128,3 +128,28 @@ def test_a_yes_no_parameter_reads_as_in_the_file(tmp_path: Path) -> None:
                          {"x": [Sample("y", 1.0, "s")]})  # fmt: skip
         (row,) = summarize(store, eid, all_metrics=True)
         assert row.label == "bfd=false, rate=8"
+
+
+def test_a_named_measurement_shows_its_plugins_metrics_and_points_keep_the_files_order(
+    tmp_path: Path,
+) -> None:
+    """`name: ping-baseline` on an iperf3 had shown ping's metrics (none of its own: the
+    throughput was missing everywhere); text values had been sorted (ecmp before static)."""
+    text = "name: n\nvary:\n  routing: [static, ecmp]\n  hops: [8, 2]\n"
+    with ResultStore(tmp_path / "n.db") as store:
+        eid = store.begin_experiment("n", text, {}, {"ping-baseline": "iperf3", "x": "ping"})
+        for routing in ("ecmp", "static"):
+            for hops in (2, 8):
+                store.record_run(eid, {"routing": routing, "hops": hops}, 1, "ok", {
+                    "ping-baseline": [Sample("throughput", 9e9, "bit/s"),
+                                      Sample("cpu_client", 3.0, "%")],
+                    "x": [Sample("rtt_avg", 0.1, "ms"), Sample("sent", 5, "packets")],
+                })  # fmt: skip
+        rows = summarize(store, eid)
+        assert {(r.measurement, r.metric) for r in rows} == {
+            ("ping-baseline", "throughput"), ("x", "rtt_avg")
+        }  # fmt: skip
+        labels = list(dict.fromkeys(r.label for r in rows))
+        assert labels == ["routing=static, hops=8", "routing=static, hops=2",
+                          "routing=ecmp, hops=8", "routing=ecmp, hops=2"]  # fmt: skip
+        assert store.experiment(eid).measurements == {"ping-baseline": "iperf3", "x": "ping"}
