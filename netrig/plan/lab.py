@@ -93,6 +93,7 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
         b_if = _add_iface(nodes[link.b], link.b_ifname, link_id, link.a, graph, link, problems)
         a_if.peer_iface, b_if.peer_iface = b_if.name, a_if.name
         at = link.attrs
+        _check_burst(at.burst, at.rate, at.mtu, graph.where(link.path), problems)
         links.append(
             LinkPlan(
                 link.a,
@@ -417,6 +418,23 @@ def _add_iface(
     iface = IfacePlan(name, 2 + len(node.ifaces), link_id, peer, "")
     node.ifaces.append(iface)
     return iface
+
+
+def _check_burst(
+    burst: int | None, rate: int | None, mtu: int | None, where: str, problems: list[Problem]
+) -> None:
+    """A token bucket smaller than a frame never sends one (`burst: 100` passed `up`'s
+    check, yet every full-size packet was dropped); a burst needs a rate to be a bucket."""
+    if burst is None:
+        return
+    frame = (mtu or 1500) + 14  # the Ethernet header tbf counts
+    if rate is None:
+        problems.append(Problem(where, f"burst {burst} without a rate: a burst sizes the "
+                                       "token bucket of `rate:`"))  # fmt: skip
+    elif burst < frame:
+        problems.append(Problem(where, f"burst {burst} bytes is less than one full frame "
+                                       f"({frame} bytes with MTU {mtu or 1500}): such packets "
+                                       f"could never be sent; give at least {frame}"))  # fmt: skip
 
 
 def _check_unique_ifnames(

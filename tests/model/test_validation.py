@@ -453,3 +453,23 @@ def test_a_bind_over_the_nodes_proc_or_sys_is_refused() -> None:
 )
 def test_addresses_that_may_repeat_or_overlap_are_taken(text: str) -> None:
     plan_lab(load_text(textwrap.dedent(text), "lab.yaml"))
+
+
+def test_a_burst_below_a_frame_or_without_a_rate_is_refused_at_its_link() -> None:
+    """`burst: 100` validated and `up` said reachable (small pings pass) while every
+    full-size packet was dropped; a burst without a rate sized nothing."""
+    found = problems("""\
+        name: b
+        nodes: [{name: n1}, {name: n2}, {name: n3}]
+        links:
+          - {a: n1, b: n2, rate: 50mbit, burst: 100}
+          - {a: n2, b: n3, burst: 4000}
+          - {a: n1, b: n3, rate: 50mbit, burst: 9000, mtu: 9000}
+        """)
+    assert found == [
+        "lab.yaml:4:5: burst 100 bytes is less than one full frame (1514 bytes with MTU 1500): "
+        "such packets could never be sent; give at least 1514",
+        "lab.yaml:5:5: burst 4000 without a rate: a burst sizes the token bucket of `rate:`",
+        "lab.yaml:6:5: burst 9000 bytes is less than one full frame (9014 bytes with MTU 9000): "
+        "such packets could never be sent; give at least 9014",
+    ], found
