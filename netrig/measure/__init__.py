@@ -94,6 +94,11 @@ class Measurement(Plugin[MeasureOptionsT]):
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
+    def length(self, options: MeasureOptionsT) -> float | None:
+        """Seconds its traffic lasts, known from the options alone (None: not known): an
+        event later than every measurement's end would never happen."""
+        return None
+
     def events_timeout(self, options: MeasureOptionsT) -> float:
         """`timeout` for a run with events (options from `during_events`): a tool that
         waits out an outage may need longer. The same by default."""

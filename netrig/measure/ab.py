@@ -52,6 +52,9 @@ class Ab(Measurement[AbOptions]):
     def timeout(self, options: AbOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
+    def length(self, options: AbOptions) -> float:
+        return float(max(1, round(options.duration)))
+
     def run(self, lab: Lab, options: AbOptions, timeout: float) -> Result:
         o = options
         csv_path = os.path.join(lab.node_dir(o.client), "ab-percentiles.csv")

@@ -169,6 +169,9 @@ class Iperf3(Measurement[Iperf3Options]):
             return float(o.timeout)
         return o.duration + o.omit + o.connect_timeout + STARTUP_SLACK
 
+    def length(self, options: Iperf3Options) -> float:
+        return float(options.duration + options.omit)
+
     def events_timeout(self, options: Iperf3Options) -> float:
         """TCP's retransmission timer doubles while a fault cuts the path, so after an outage
         of T s the next try, and the test's end, may come up to T s after traffic could

@@ -147,6 +147,9 @@ class Ping(Measurement[PingOptions]):
         o = options
         return float(o.timeout or o.count * o.interval + SLACK)
 
+    def length(self, options: PingOptions) -> float:
+        return options.count * options.interval
+
     def during_events(self, options: PingOptions) -> PingOptions:
         """Every probe on the clock (fping), the loss series outage is derived from, unless
         the file says `per_probe` or `tool: ping`."""

@@ -184,6 +184,9 @@ class Pps(Measurement[PpsOptions]):
         o = options
         return float(o.timeout or o.duration + STARTUP_SLACK)
 
+    def length(self, options: PpsOptions) -> float:
+        return float(options.duration)
+
     def run(self, lab: Lab, options: PpsOptions, timeout: float) -> Result:
         o = options
         deadline = time.monotonic() + timeout

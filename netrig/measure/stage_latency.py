@@ -105,6 +105,9 @@ class StageLatency(Measurement[StageLatencyOptions]):
         o = options
         return float(o.timeout or o.count * o.interval + READY_TIMEOUT + 10.0)
 
+    def length(self, options: StageLatencyOptions) -> float:
+        return options.count * options.interval
+
     def run(self, lab: Lab, options: StageLatencyOptions, timeout: float) -> Result:
         sent, got = exchange(lab, options, timeout)
         return samples(sent, {seq: (x, r) for seq, (x, r, _) in got.items()})

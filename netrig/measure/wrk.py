@@ -182,6 +182,9 @@ class Wrk(Measurement[WrkOptions]):
     def timeout(self, options: WrkOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
+    def length(self, options: WrkOptions) -> float:
+        return float(max(1, round(options.duration)))
+
     def run(self, lab: Lab, options: WrkOptions, timeout: float) -> Result:
         o = options
         script = os.path.join(lab.node_dir(o.client), "wrk-report.lua")

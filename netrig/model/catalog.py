@@ -46,6 +46,7 @@ class MeasurementTraits(Protocol):
     def tools(self, options: Any) -> dict[str, str]: ...  # program → Debian package
     def during_events(self, options: Any) -> Any: ...  # the options for a run with events
     def events_timeout(self, options: Any) -> float: ...  # its timeout in a run with events
+    def length(self, options: Any) -> float | None: ...  # seconds of traffic, if known
     def run(self, lab: Any, options: Any, timeout: float) -> Any: ...  # its samples
 
 

@@ -145,7 +145,9 @@ def _point(model: ExperimentModel, values: dict[str, Any], catalog: Catalog) -> 
     doc = model.doc
     plan = build_plan(load_doc(point.lab, catalog))
     steps = _steps(doc, point.measure, plan, catalog)
-    events = _events(doc, point.events, plan, catalog)
+    lengths = [s.plugin.length(s.options) for s in steps]
+    longest = None if None in lengths or not lengths else max(x for x in lengths if x is not None)
+    events = _events(doc, point.events, plan, catalog, longest)
     if events:
         steps = [_during_events(s) for s in steps]
     return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
@@ -158,10 +160,15 @@ def _during_events(step: MeasureStep) -> MeasureStep:
 
 
 def _events(
-    doc: yamlmarks.MarkedDoc, texts: list[Any], plan: LabPlan, catalog: Catalog
+    doc: yamlmarks.MarkedDoc,
+    texts: list[Any],
+    plan: LabPlan,
+    catalog: Catalog,
+    longest: float | None = None,
 ) -> list[Event]:
-    """Each event read and checked against the point's lab: the link or node must exist, and
-    stopping a node needs a routing daemon to stop."""
+    """Each event read and checked against the point's lab: the link or node must exist,
+    stopping a node needs a routing daemon to stop, and it must come before the longest
+    measurement ends (`longest` s, when every measurement's length is known)."""
     problems, events = [], []
     has_daemons = catalog.routing.lookup(plan.protocol).runs_daemons()
     for i, text in enumerate(texts):
@@ -177,6 +184,16 @@ def _events(
                     where,
                     f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start "
                     "(use one that does: batman, babel, ospf, bgp or isis; or a link event)",
+                )
+            )
+            continue
+        if longest is not None and event.at >= longest:  # validated ok, then never applied
+            problems.append(
+                Problem(
+                    where,
+                    f"event {text!r} comes after every measurement has ended (the longest "
+                    f"runs {longest:g} s): it would never happen; make it earlier or the "
+                    "measurements longer",
                 )
             )
             continue

@@ -149,7 +149,7 @@ HYPHENS = """\
     links: [{a: a-b, b: c}, {a: a, b: d-e}]
     measure:
       - ping: {src: a, dst: c}
-    events: ["link a-b-c down @ 1s"]
+    events: ["link a-b-c down @ 0.5s"]
     """
 
 
@@ -161,3 +161,27 @@ def test_a_link_between_hyphenated_names_is_the_split_that_is_a_link() -> None:
     both = HYPHENS.replace("{a: a, b: d-e}", "{a: a, b: b-c}")
     (found,) = problems(both)
     assert "may be a–b-c and a-b–c, both links" in found and "rename a node" in found
+
+
+def test_an_event_after_every_measurement_has_ended_is_refused_at_its_line() -> None:
+    """It validated ok, then the run warned "1 event(s) not reached" and stored an ok run
+    with no event in it. A measurement of unknown length (a command) lets it pass."""
+    text = """\
+        name: late
+        topology: {kind: pair}
+        measure:
+          - iperf3: {client: n1, server: n2, duration: 2}
+          - ping: {src: n1, dst: n2, count: 300, interval: 10ms}
+        events:
+          - link n1-n2 down @ 1s
+          - link n1-n2 up @ 30s
+        """
+    assert problems(text) == [
+        "exp.yaml:8:5: event 'link n1-n2 up @ 30s' comes after every measurement has ended "
+        "(the longest runs 3 s): it would never happen; make it earlier or the measurements "
+        "longer"
+    ]
+    longer = text.replace("duration: 2", "duration: 40")
+    assert len(load_experiment_text(textwrap.dedent(longer)).points[0].events) == 2
+    unknown = text.replace("- ping:", '- command: {node: n1, cmd: "sleep 40"}\n          - ping:')
+    assert len(load_experiment_text(textwrap.dedent(unknown)).points[0].events) == 2
