@@ -7,7 +7,14 @@ import os
 import click
 
 from netrig.cli import cli
-from netrig.cli.common import EXIT_BAD_INPUT, EXIT_FAILURE, console, fail, reports_errors
+from netrig.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    console,
+    counted,
+    fail,
+    reports_errors,
+)
 from netrig.plan.model import LabPlan
 
 
@@ -51,8 +58,8 @@ def graph(source: str, output: str | None, topo: str | None) -> None:
     except OSError as exc:
         fail(f"-o {output}: {exc.strerror}", EXIT_FAILURE)
     console.print(
-        f"[green]wrote[/] {output}: lab {plan.name}, {len(plan.nodes)} nodes, "
-        f"{len(plan.links)} links"
+        f"[green]wrote[/] {output}: lab {plan.name}, {counted(len(plan.nodes), 'node')}, "
+        f"{counted(len(plan.links), 'link')}"
     )
 
 

@@ -41,6 +41,8 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
     """--measurements: every plugin's options, from its model (so it cannot go stale)."""
     if not value or ctx.resilient_parsing:
         return
+    from rich.markup import escape
+
     from netrig import measure
 
     for name, cls in sorted(measure.load_plugins().items()):
@@ -48,8 +50,13 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
         for column in ("option", "default", "meaning"):
             table.add_column(column)
         for key, field in cls.Options.model_fields.items():
-            default = "required" if field.is_required() else repr(field.default)
-            table.add_row(key, default, field.description or "")
+            default = (
+                "required" if field.is_required()
+                else "-" if field.default is None
+                else repr(field.default)
+            )  # fmt: skip
+            # markup off: "[[src, dst], …]" had printed as "[, …]"
+            table.add_row(escape(key), escape(default), escape(field.description or ""))
         console.print(table)
     ctx.exit(0)
 

@@ -12,6 +12,7 @@ import click
 from netrig.cli import cli
 from netrig.cli.common import (
     console,
+    counted,
     err_console,
     fail,
     frozen_heap,
@@ -139,10 +140,10 @@ def up(
             details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
         # a routing daemon installs its own routes: netrig counts only those it installed
         daemons_route = plan.routing_daemons and not timings.routes
-        routes = f"routes by {plan.protocol}" if daemons_route else f"{timings.routes} routes"
+        routes = f"routes by {plan.protocol}" if daemons_route else counted(timings.routes, "route")
         click.echo(  # not rich: `up -q` prints this line only and should not pay for importing it
             f"{click.style(f'lab {lab.name} is up', fg='green')} in {wall:.2f} s: "
-            f"{len(plan.nodes)} nodes, {len(plan.links)} links, {routes} "
+            f"{counted(len(plan.nodes), 'node')}, {counted(len(plan.links), 'link')}, {routes} "
             f"({'; '.join(details)})"
         )
 

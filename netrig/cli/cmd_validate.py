@@ -76,8 +76,9 @@ def _say_lab(file: str, plan: LabPlan) -> None:
     """One line: what `netrig up` would build."""
     hosts = len(plan.hosts())
     switches = len(plan.nodes) - hosts
-    parts = [f"{hosts} hosts"] + ([f"{switches} switches"] if switches else [])
+    parts = [counted(hosts, "host")] + ([counted(switches, "switch", "switches")] if switches else [])
     click.echo(
         f"{OK} {file}: lab {click.style(plan.name, bold=True)}: {', '.join(parts)}, "
-        f"{len(plan.links)} links, routing {plan.protocol}, {plan.route_count()} routes"
+        f"{counted(len(plan.links), 'link')}, routing {plan.protocol}, "
+        f"{counted(plan.route_count(), 'route')}"
     )

@@ -189,3 +189,20 @@ def test_validate_of_an_experiment_counts_its_points_once() -> None:
     done = netrig_cli("validate", str(EXAMPLES / "pair-iperf3.yaml"), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "experiment pair-iperf3: 1 sweep point × 3 runs, 1 lab, measures iperf3" in done.stdout
+
+
+def test_measurement_options_print_their_brackets() -> None:
+    """rich read ping's `[[src, dst], …]` as markup and printed `[, …]`; no default is `-`."""
+    listed = netrig_cli("run", "--measurements", "x")
+    assert listed.returncode == 0, listed.stderr
+    pairs = next(line for line in listed.stdout.splitlines() if line.split()[:1] == ["pairs"])
+    assert pairs.split()[1:] == ["-", "[[src,", "dst],", "…]"], pairs
+
+
+def test_one_of_a_thing_is_said_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "pair.yaml"
+    path.write_text("name: one\ntopology: {kind: pair}\nrouting: {protocol: none}\n")
+    done = netrig_cli("validate", str(path), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
+    assert done.returncode == 0 and "2 hosts, 1 link, routing none, 0 routes" in done.stdout, (
+        done.stdout
+    )
