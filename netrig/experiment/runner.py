@@ -407,6 +407,8 @@ def close_experiment(
 def _final_status(store: ResultStore, eid: int, outcome: Outcome) -> str:
     if outcome.signal:
         return "interrupted"
+    if outcome.stopped_at:  # stop_on_failure found its limit: the experiment's result
+        return "ok"  # (`run` exits 0; `results list` had said failed)
     # an interrupted run that a resume ran again does not make the experiment unfinished
     return "failed" if any(r.status == "failed" for r in store.runs(eid)) else "ok"
 

@@ -422,8 +422,10 @@ def _comparisons(data: StoredExperiment, metrics: Sequence[MetricRef], layout: L
         "skewed data, and the runs per side a 2% difference would need (80% power).</p>"
     )
     for metric in metrics:
-        values = {v for g in collect(data, metric) for v in g.values}
-        if len(values) == 1:
+        every = collect(data, metric)
+        values = {v for g in every for v in g.values}
+        failed = sum(len(g.failed) for g in every)
+        if len(values) == 1 and not failed:
             out.append(
                 f'<h3>{escape(metric.label)}</h3><p class="note">Every run gave '
                 f"{values.pop():g}: nothing to compare.</p>"
@@ -485,7 +487,7 @@ def _comparison_rows(
 
 def _comparison_row(reference: Group, g: Group) -> str:
     head = f"<td>{escape(g.label)}</td><td>{escape(reference.label)}</td>"
-    n = f'<td class="num">{len(reference.values)} / {len(g.values)}</td>'
+    n = f'<td class="num">{len(g.values)} / {len(reference.values)}</td>'
     if min(len(reference.values), len(g.values)) < 2:
         side = g if len(g.values) < 2 else reference
         why = "its runs failed" if side.all_failed else "fewer than 2 values"

@@ -160,8 +160,10 @@ def test_a_sweep_for_a_limit_stops_at_its_first_failure(tmp_path: Path, lab_name
     assert "stopped at the first failure (n=4)" in done.stderr
     assert "the last point that worked: n=3" in done.stderr
     with ResultStore(db) as store:
-        runs = store.runs(store.experiments()[0].id)
+        (exp,) = store.experiments()
+        runs = store.runs(exp.id)
     assert [(r.point["n"], r.status) for r in runs] == [(2, "ok"), (3, "ok"), (4, "failed")]
+    assert exp.status == "ok"  # the limit was found, as the exit code says (it read failed)
     assert namespaces_of(lab_name) == []
 
 

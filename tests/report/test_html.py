@@ -84,6 +84,11 @@ def test_report_says_what_on_what_and_what_failed(report: str) -> None:
     assert "each balancer against balancer=pen" in report
     assert "ministat: iperf3 throughput, concurrency=10" in report
     assert "not compared: concurrency=1000, balancer=nginx: its runs failed" in report
+    # N in the columns' order: the point's, then the reference's (it had been reversed)
+    nginx = re.search(r'<tr class="failed"><td>concurrency=1000, balancer=nginx</td>'
+                      r'<td>concurrency=1000, balancer=pen</td><td class="num">([^<]*)</td>',
+                      report)  # fmt: skip
+    assert nginx is not None and nginx.group(1) == "0 / 3", nginx
     assert "Made by netrig" in report and "2024-05-02 00:00 UTC" in report
 
 
