@@ -89,6 +89,11 @@ def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
     ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
     if req.log_y:
+        if ax.dataLim.y0 <= 0:  # matplotlib dropped them with a UserWarning on stderr
+            raise SelectionError(
+                f"--log-y: {metric.label} has values of 0 or below, which a log axis cannot "
+                "show; plot it without --log-y"
+            )
         ax.set_yscale("log")
     if not req.log_y and req.kind in ("line", "box") and ax.dataLim.y0 >= 0:
         ax.set_ylim(bottom=0)  # no value is negative: do not magnify differences

@@ -193,6 +193,16 @@ def test_log_axes(data: StoredExperiment) -> None:
         )
 
 
+def test_log_y_of_zeros_says_so(tmp_path: Path) -> None:
+    """A zero had vanished from a log axis with only matplotlib's warning on stderr."""
+    with ResultStore(tmp_path / "z.db") as store:
+        eid = store.begin_experiment("zeros", "name: zeros\n", {})
+        for n, value in ((1, 0.0), (2, 5.0)):
+            store.record_run(eid, {"n": n}, 1, "ok", {"m": [Sample("lost", value, "packets")]})
+        with pytest.raises(SelectionError, match="values of 0 or below"):
+            figure(load(store, "zeros"), PlotRequest(kind="line", x="n", y="lost", log_y=True))
+
+
 def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
     with pytest.raises(SelectionError, match=r"also varies balancer .*--where balancer=pen"):
         figure(data, PlotRequest(kind="line", x="concurrency"))
