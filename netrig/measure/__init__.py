@@ -94,6 +94,15 @@ class Measurement(Plugin[MeasureOptionsT]):
         """How long one measurement may take before it counts as failed."""
         return float(options.timeout or 60.0)
 
+    def endpoints(self, options: MeasureOptionsT) -> list[tuple[str, str]]:
+        """The node pairs its traffic goes between (client/server, src/dst or sender/
+        receiver, as the options name them): the plan refuses a pair no link joins."""
+        for a, b in (("client", "server"), ("src", "dst"), ("sender", "receiver")):
+            x, y = getattr(options, a, None), getattr(options, b, None)
+            if isinstance(x, str) and isinstance(y, str):
+                return [(x, y)]
+        return []
+
     def length(self, options: MeasureOptionsT) -> float | None:
         """Seconds its traffic lasts, known from the options alone (None: not known): an
         event later than every measurement's end would never happen."""

@@ -147,6 +147,9 @@ class Ping(Measurement[PingOptions]):
         o = options
         return float(o.timeout or o.count * o.interval + SLACK)
 
+    def endpoints(self, options: PingOptions) -> list[tuple[str, str]]:
+        return [] if options.all_pairs else options.chosen_pairs([])
+
     def length(self, options: PingOptions) -> float:
         return options.count * options.interval
 

@@ -47,6 +47,7 @@ class MeasurementTraits(Protocol):
     def during_events(self, options: Any) -> Any: ...  # the options for a run with events
     def events_timeout(self, options: Any) -> float: ...  # its timeout in a run with events
     def length(self, options: Any) -> float | None: ...  # seconds of traffic, if known
+    def endpoints(self, options: Any) -> list[tuple[str, str]]: ...  # node pairs it joins
     def run(self, lab: Any, options: Any, timeout: float) -> Any: ...  # its samples
 
 

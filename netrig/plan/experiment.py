@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,11 +207,29 @@ def _events(
 DERIVED_NAME = "events"  # what a run with events stores its derived metrics as
 
 
+def _islands(plan: LabPlan) -> Callable[[str], str]:
+    """The node's connected part of the lab (its links, and the node whose namespace it
+    shares), named by one of its nodes: a ping to a node no link reaches validated ok and
+    failed at run time, "Network is unreachable"."""
+    parent = {name: node.shares or name for name, node in plan.nodes.items()}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    for link in plan.links:
+        parent[root(link.a)] = root(link.b)
+    return root
+
+
 def _steps(
     doc: yamlmarks.MarkedDoc, items: list[Any], plan: LabPlan, catalog: Catalog
 ) -> list[MeasureStep]:
     problems: list[Problem] = []
     steps: list[MeasureStep] = []
+    island = _islands(plan)
     names: set[str] = set()
     for i, item in enumerate(items):
         where = doc.where(("measure", i))
@@ -245,6 +264,10 @@ def _steps(
             continue
         for path, message in plugin.check(options, plan):
             problems.append(Problem(doc.where((*prefix, *path)), f"{kind}: {message}"))
+        for a, b in plugin.endpoints(options):
+            if a in plan.nodes and b in plan.nodes and island(a) != island(b):
+                problems.append(Problem(doc.where(prefix), f"{kind}: no link path joins {a} "
+                                        f"and {b}: no traffic can pass between them"))  # fmt: skip
         name = options.name or plugin.name
         if name == DERIVED_NAME:
             problems.append(

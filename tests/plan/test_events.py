@@ -148,7 +148,7 @@ HYPHENS = """\
     nodes: [{name: a}, {name: a-b}, {name: b-c}, {name: c}]
     links: [{a: a-b, b: c}, {a: a, b: d-e}]
     measure:
-      - ping: {src: a, dst: c}
+      - ping: {src: a-b, dst: c}
     events: ["link a-b-c down @ 0.5s"]
     """
 
@@ -185,3 +185,20 @@ def test_an_event_after_every_measurement_has_ended_is_refused_at_its_line() -> 
     assert len(load_experiment_text(textwrap.dedent(longer)).points[0].events) == 2
     unknown = text.replace("- ping:", '- command: {node: n1, cmd: "sleep 40"}\n          - ping:')
     assert len(load_experiment_text(textwrap.dedent(unknown)).points[0].events) == 2
+
+
+def test_a_measurement_between_nodes_no_link_joins_is_refused() -> None:
+    """It validated ok and each run failed "connect: Network is unreachable"."""
+    text = """\
+        name: iso
+        nodes: [{name: n1}, {name: n2}, {name: n3}, {name: side, netns: n3}]
+        links: [{a: n1, b: n2}]
+        measure:
+          - ping: {src: n1, dst: n3}
+          - ping: {src: side, dst: n1}
+          - iperf3: {client: n2, server: n1}
+        """
+    assert problems(text) == [
+        "exp.yaml:5:11: ping: no link path joins n1 and n3: no traffic can pass between them",
+        "exp.yaml:6:11: ping: no link path joins side and n1: no traffic can pass between them",
+    ]
