@@ -134,15 +134,21 @@ def render(data: StoredExperiment, generated: datetime | None = None) -> str:
 class Layout:
     """Which parameter goes on the x axis and which one splits the lines, chosen from the
     sweep: x is the parameter with the most values (numbers first), the group the next;
-    any further parameter is fixed at its first value."""
+    any further parameter is fixed at its first value. A sweep that is no grid (`vary:`
+    as a list of points) is shown point by point (`by_point`): fixing a parameter there
+    had hidden points (seed000-shapes showed the chains, not the ring)."""
 
     x: str | None
     group: str | None
     fixed: tuple[tuple[str, str], ...]
+    by_point: bool = False
 
     @classmethod
     def of(cls, data: StoredExperiment) -> Layout:
         varied = [p for p in data.params if len(data.values_of(p)) > 1]
+        grid = math.prod(len(data.values_of(p)) for p in varied)
+        if len(varied) > 1 and len(data.points()) < grid:
+            return cls(None, None, (), by_point=True)
 
         def rank(p: str) -> tuple[bool, int]:
             numeric = all(
@@ -408,10 +414,12 @@ def _comparisons(data: StoredExperiment, metrics: Sequence[MetricRef], layout: L
     """Each sweep point against a reference: along x when only one parameter varies; between
     the groups (the first group is the reference) at each x when two do."""
     out = ['<section id="comparisons"><h2>Comparisons</h2>']
-    if layout.x is None:
+    if layout.by_point:
+        how = f"each sweep point against the first ({point_label(data.points()[0])})"
+    elif layout.x is None:
         out.append('<p class="note">One sweep point: nothing to compare it with.</p></section>')
         return "".join(out)
-    if layout.group is None:
+    elif layout.group is None:
         how = f"each {layout.x} against the first ({layout.x}={data.values_of(layout.x)[0]})"
     else:
         first = data.values_of(layout.group)[0]
@@ -459,6 +467,8 @@ def _comparisons(data: StoredExperiment, metrics: Sequence[MetricRef], layout: L
 def _comparison_rows(
     data: StoredExperiment, metric: MetricRef, layout: Layout
 ) -> tuple[list[str], list[tuple[str, str]]]:
+    if layout.by_point:  # each point against the first
+        return _comparison_sets([(metric.label, collect(data, metric))])
     assert layout.x is not None
     by = [layout.x] + ([layout.group] if layout.group else [])
     groups = collect(data, metric, filters=layout.fixed, by=by)
@@ -470,6 +480,13 @@ def _comparison_rows(
         for xv in data.values_of(layout.x):
             members = [g for g in groups if g.value(layout.x) == xv]
             sets.append((f"{metric.label}, {layout.x}={xv}", members))
+    return _comparison_sets(sets)
+
+
+def _comparison_sets(
+    sets: list[tuple[str, list[Group]]],
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Rows and ministat blocks of sets of groups, each set's first group the reference."""
     rows: list[str] = []
     blocks: list[tuple[str, str]] = []
     for title, members in sets:

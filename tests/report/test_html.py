@@ -100,6 +100,28 @@ def test_report_of_a_single_point(shootout_db: Path) -> None:
     assert "None: every run succeeded." in text
 
 
+def test_a_sweep_of_listed_points_is_shown_and_compared_point_by_point(tmp_path: Path) -> None:
+    """seed000-shapes (`vary:` a list of three points, no grid): the report had fixed
+    shape=chain, dropped the ring from its plot and compared nothing."""
+    from netrig.base.sample import Sample
+
+    points = [{"shape": "chain", "size": 2, "hops": 1}, {"shape": "ring", "size": 3, "hops": 1},
+              {"shape": "chain", "size": 3, "hops": 2}]  # fmt: skip
+    with ResultStore(tmp_path / "s.db") as store:
+        eid = store.begin_experiment("shapes", "name: shapes\n", {})
+        for rep in range(3):
+            for k, point in enumerate(points):
+                value = (10 - 2 * k + 0.1 * rep) * 1e9
+                store.record_run(eid, point, rep, "ok",
+                                 {"iperf3": [Sample("throughput", value, "bit/s")]})  # fmt: skip
+        text = render(load(store, "shapes"))
+    assert "Other parameters fixed" not in text
+    assert "each sweep point against the first (shape=chain, size=2, hops=1)" in text
+    for label in ("shape=ring, size=3, hops=1", "shape=chain, size=3, hops=2"):
+        assert f"<td>{label}</td><td>shape=chain, size=2, hops=1</td>" in text, label
+    assert "distribution per sweep point" in text
+
+
 def test_report_command(shootout_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     cmd = [sys.executable, "-m", "netrig", "report", "shootout", "-o", str(out)]
