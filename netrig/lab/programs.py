@@ -36,6 +36,17 @@ def start(lab: LabRuntime, say: Callable[[str], None]) -> None:
     for node in nodes:
         for argv in node.exec:
             run_line(lab, node.name, argv)
+    # a cmd that ended already (a typo, `sh -c 'exit 3'`) is a node that is not running, as
+    # a container whose main process exits: `up` had said the lab was up
+    ended = {label: tail for label, tail in lab.daemon_failures()
+             if label.endswith(f"/{CMD_NAME}")}  # fmt: skip
+    for node in nodes:
+        if node.cmd and f"{node.name}/{CMD_NAME}" in ended:
+            tail = ended[f"{node.name}/{CMD_NAME}"].strip()
+            raise LabError(
+                f"{node.name}: cmd {shlex.join(node.cmd)} ended right after it started"
+                + (f"; last log lines:\n{tail}" if tail else " (it wrote nothing)")
+            )
 
 
 def run_line(lab: LabRuntime, node: str, argv: list[str]) -> str:
