@@ -106,13 +106,18 @@ def vni_of(lab: str, link: int) -> int:
     return 1 + (zlib.crc32(lab.encode()) % 3000) * 5000 + link
 
 
-def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
-    """Each host's part of the plan (see the module docstring)."""
+def check_spreadable(plan: LabPlan) -> None:
+    """BadInput (the file's, exit 2) for a lab that cannot be spread over hosts yet."""
     switches = [n.name for n in plan.nodes.values() if n.kind == "switch"]
-    if plan.protocol in SWITCHED or switches:  # the file's, not the host's: exit 2
+    if plan.protocol in SWITCHED or switches:
         what = f"switch node {switches[0]}" if switches else f"routing {plan.protocol}"
         raise BadInput(f"lab {plan.name}: {what}: a switched segment across hosts is not "
                        "done yet; bring the lab up on one host (without --cluster)")
+
+
+def split(plan: LabPlan, where: dict[str, str]) -> dict[str, LabPart]:
+    """Each host's part of the plan (see the module docstring)."""
+    check_spreadable(plan)
     daemons = routing.make(plan.protocol, plan.routing_options).runs_daemons()
     parts = {}
     for host in dict.fromkeys(where.values()):

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from netrig.base.sample import MeasurementFailed
-from netrig.cluster import labs, nodeops
+from netrig.cluster import labs, nodeops, parts
 from netrig.cluster.host import FACTS_KEY
 from netrig.cluster.sweep import HostResultStore, connect, hosts_of
 from netrig.experiment.interrupt import StopSignal
@@ -425,6 +425,8 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
         if unknown:
             raise BadInput(f"host: {', '.join(unknown)} is no host of {address} (it has "
                            f"{', '.join(sorted(present))})")
+        for point in exp.points:  # refused before anything is stored, not a failed run each
+            parts.check_spreadable(point.plan)
         names = {p.plan.name for p in exp.points}
         taken = sorted(f"{lab} on {h}" for h, there in labs.status_with(client).items()
                        for lab, *_ in there if lab in names)

@@ -396,7 +396,8 @@ def close_experiment(
     store: ResultStore, outcome: Outcome, stop: StopSignal, say: Reporter
 ) -> None:
     """The experiment's final status (interrupted by a signal, failed if a run failed,
-    else ok) stored, and the progress closed."""
+    unless stop_on_failure found its limit after a point that worked; else ok) stored, and
+    the progress closed."""
     if stop.requested:
         outcome.signal = stop.name
     outcome.status = _final_status(store, outcome.experiment_id, outcome)
@@ -407,8 +408,8 @@ def close_experiment(
 def _final_status(store: ResultStore, eid: int, outcome: Outcome) -> str:
     if outcome.signal:
         return "interrupted"
-    if outcome.stopped_at:  # stop_on_failure found its limit: the experiment's result
-        return "ok"  # (`run` exits 0; `results list` had said failed)
+    if outcome.stopped_at and outcome.last_ok:  # stop_on_failure found its limit, the
+        return "ok"  # experiment's result (`run` exits 0; `results list` had said failed)
     # an interrupted run that a resume ran again does not make the experiment unfinished
     return "failed" if any(r.status == "failed" for r in store.runs(eid)) else "ok"
 

@@ -520,13 +520,18 @@ def _broadcast(addr: str, plen: int) -> str | None:
 
 
 def set_tbf(
-    ipr: Any, index: int, rate: int, burst: int | None = None, command: str = "add"
+    ipr: Any,
+    index: int,
+    rate: int,
+    burst: int | None = None,
+    mtu: int | None = None,
 ) -> None:
     """A token bucket of `rate` bit/s as the root qdisc of one interface (pyroute2 IPRoute).
 
-    The burst is at least 5 ms at line rate, so the bucket does not starve TCP."""
-    size = burst or max(16 * 1024, rate // 8 // 200)
-    ipr.tc(command, "tbf", index=index, handle="1:", rate=rate // 8, burst=size, latency=50_000)
+    The burst is at least 5 ms at line rate, so the bucket does not starve TCP, and one
+    full frame (a bucket smaller than a frame never sends one: MTU 65535 and 16 KiB)."""
+    size = burst or max(16 * 1024, rate // 8 // 200, (mtu or 1500) + 14)
+    ipr.tc("add", "tbf", index=index, handle="1:", rate=rate // 8, burst=size, latency=50_000)
 
 
 def _apply_tc(plan: LabPlan) -> None:
@@ -536,18 +541,18 @@ def _apply_tc(plan: LabPlan) -> None:
         return
     from pyroute2 import IPRoute
 
-    by_node: dict[str, list[tuple[int, int, int | None]]] = {}
+    by_node: dict[str, list[tuple[int, int, int | None, int | None]]] = {}
     for link in limited:
         assert link.rate is not None
         for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
             index = plan.nodes[node].iface(ifname).index
-            by_node.setdefault(node, []).append((index, link.rate, link.burst))
+            by_node.setdefault(node, []).append((index, link.rate, link.burst, link.mtu))
     for node, items in by_node.items():
 
-        def apply(items: list[tuple[int, int, int | None]] = items) -> None:
+        def apply(items: list[tuple[int, int, int | None, int | None]] = items) -> None:
             with IPRoute() as ipr:
-                for index, rate, burst in items:
-                    set_tbf(ipr, index, rate, burst)
+                for index, rate, burst, mtu in items:
+                    set_tbf(ipr, index, rate, burst, mtu=mtu)
 
         try:
             netns.in_netns(plan.nodes[node].ns, apply)

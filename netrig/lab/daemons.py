@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from ipaddress import ip_address
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from netrig.lab import netns, nlwire
 from netrig.lab.build import LabError
@@ -33,6 +33,8 @@ from netrig.lab.ledger import ObjectRecord, process_alive
 from netrig.lab.teardown import end_processes
 
 if TYPE_CHECKING:
+    import subprocess
+
     from netrig.lab.runtime import LabRuntime as Lab
 
 DAEMONS_FILE = "daemons.json"
@@ -61,7 +63,7 @@ def write_file(lab: Lab, node: str, name: str, text: str) -> str:
     return path
 
 
-def start(lab: Lab, node: str, name: str, argv: list[str]) -> None:
+def start(lab: Lab, node: str, name: str, argv: list[str]) -> subprocess.Popen[Any]:
     """Start daemon NAME in NODE and remember its command line for a later restart."""
     path = os.path.join(lab.node_dir(node), DAEMONS_FILE)
     known = recorded(lab, node)
@@ -71,7 +73,7 @@ def start(lab: Lab, node: str, name: str, argv: list[str]) -> None:
         json.dump(known, fh)
     os.replace(tmp, path)
     _note(lab, node, name, "started: " + " ".join(argv))
-    lab.start_daemon(node, argv, name)
+    return lab.start_daemon(node, argv, name)
 
 
 def wait_until(lab: Lab, ready: Callable[[], bool], timeout: float, what: str) -> None:

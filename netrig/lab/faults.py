@@ -159,16 +159,19 @@ def send(
 def set_rate(lab: Lab, a: str, b: str, rate: int | None) -> LinkPlan:
     """A token-bucket rate limit (bit/s) on both ends of A–B, replacing any; None removes it."""
     link = find_link(lab.plan, a, b)
+    burst = link.burst if rate == link.rate else None  # the planned rate: its own burst
     for node, ifname in ((link.a, link.a_iface), (link.b, link.b_iface)):
         index = lab.plan.node(node).iface(ifname).index
         try:
-            replace_rate(lab.ns(node), index, rate)
+            replace_rate(lab.ns(node), index, rate, burst, link.mtu)
         except Exception as exc:  # pyroute2's NetlinkError
             raise LabError(f"rate on {node}:{ifname}: {exc}") from exc
     return link
 
 
-def replace_rate(ns: str, index: int, rate: int | None, burst: int | None = None) -> None:
+def replace_rate(
+    ns: str, index: int, rate: int | None, burst: int | None = None, mtu: int | None = None
+) -> None:
     """A token bucket of RATE bit/s as the root qdisc of one interface of namespace NS,
     replacing any; None removes ours (a veth end, or a cluster's tunnel end)."""
     from pyroute2 import IPRoute
@@ -185,7 +188,7 @@ def replace_rate(ns: str, index: int, rate: int | None, burst: int | None = None
                 if exc.code not in (errno.ENOENT, errno.EINVAL):
                     raise
             if rate is not None:
-                set_tbf(ipr, index, rate, burst)
+                set_tbf(ipr, index, rate, burst, mtu=mtu)
 
     netns.in_netns(ns, apply)
 

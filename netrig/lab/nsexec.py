@@ -6,6 +6,7 @@ those and on hosts without gcc (~30 ms slower per process: the interpreter's sta
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -32,8 +33,13 @@ def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object
     if private_run:
         views = etc_views(private_run)  # read before /run hides the host's view of it
         var_tmp = os.path.join(private_run, "..", VAR_TMP)  # before /run: it may lie there
-        if os.path.exists(var_tmp):
-            netns.mount(var_tmp, "/var/tmp", None, netns.MS_BIND)
+        # only over a real directory (a /var/tmp linking to /tmp would hide /tmp); like
+        # /sys, a nuisance if it fails, not an error
+        if os.path.exists(var_tmp) and os.path.isdir("/var/tmp") and not os.path.islink(
+            "/var/tmp"
+        ):
+            with contextlib.suppress(OSError):
+                netns.mount(var_tmp, "/var/tmp", None, netns.MS_BIND)
         netns.mount(private_run, "/run", None, netns.MS_BIND)
         for name in views:  # /run is the node's now: its etc/NAME is at /run/etc/NAME
             netns.mount(f"/run/{ETC_VIEWS}/{name}", f"/etc/{name}", None, netns.MS_BIND)

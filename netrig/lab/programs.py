@@ -9,13 +9,15 @@ and private /run. A failing exec line fails `up` with its output, and the lab go
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from collections.abc import Callable
+from typing import Any
 
 from netrig.lab import daemons
 from netrig.lab.build import LabError
-from netrig.lab.runtime import LabRuntime
+from netrig.lab.runtime import LabRuntime, log_tail
 
 EXEC_TIMEOUT = 120.0  # seconds one exec line may take
 CMD_NAME = "cmd"  # the daemon name of a node's cmd (its log: <node dir>/cmd.log)
@@ -23,11 +25,12 @@ CMD_NAME = "cmd"  # the daemon name of a node's cmd (its log: <node dir>/cmd.log
 
 def start(lab: LabRuntime, say: Callable[[str], None]) -> None:
     nodes = list(lab.plan.nodes.values())
+    started: dict[str, subprocess.Popen[Any]] = {}
     for node in nodes:
         if node.cmd:
             say(f"starting {node.name}'s cmd: {shlex.join(node.cmd)}")
             try:
-                daemons.start(lab, node.name, CMD_NAME, node.cmd)
+                started[node.name] = daemons.start(lab, node.name, CMD_NAME, node.cmd)
             except OSError as exc:
                 raise LabError(f"{node.name}: cmd {shlex.join(node.cmd)}: {exc}") from exc
     lines = sum(len(n.exec) for n in nodes)
@@ -36,15 +39,17 @@ def start(lab: LabRuntime, say: Callable[[str], None]) -> None:
     for node in nodes:
         for argv in node.exec:
             run_line(lab, node.name, argv)
-    # a cmd that ended already (a typo, `sh -c 'exit 3'`) is a node that is not running, as
-    # a container whose main process exits: `up` had said the lab was up
-    ended = {label: tail for label, tail in lab.daemon_failures()
-             if label.endswith(f"/{CMD_NAME}")}  # fmt: skip
-    for node in nodes:
-        if node.cmd and f"{node.name}/{CMD_NAME}" in ended:
-            tail = ended[f"{node.name}/{CMD_NAME}"].strip()
+    # a cmd that failed already (a typo, `sh -c 'exit 3'`) fails `up`, as an exec line
+    # does: `up` had said the lab was up. One that ended well is left be: containerlab
+    # files name a shell (`cmd: bash`), which a container keeps on its terminal and which
+    # ends at once here, reading no input
+    for name, proc in started.items():
+        code = proc.poll()
+        if code:
+            tail = log_tail(os.path.join(lab.node_dir(name), f"{CMD_NAME}.log"), 20).strip()
+            cmd = shlex.join(lab.plan.node(name).cmd or [])
             raise LabError(
-                f"{node.name}: cmd {shlex.join(node.cmd)} ended right after it started"
+                f"{name}: cmd {cmd} exited with {code} right after it started"
                 + (f"; last log lines:\n{tail}" if tail else " (it wrote nothing)")
             )
 

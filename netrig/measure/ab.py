@@ -52,7 +52,9 @@ class Ab(Measurement[AbOptions]):
     def timeout(self, options: AbOptions) -> float:
         return float(options.timeout or options.duration + options.request_timeout + SLACK)
 
-    def length(self, options: AbOptions) -> float:
+    def length(self, options: AbOptions) -> float | None:
+        if options.requests is not None:  # it may stop sooner, after that many
+            return None
         return float(max(1, round(options.duration)))
 
     def run(self, lab: Lab, options: AbOptions, timeout: float) -> Result:

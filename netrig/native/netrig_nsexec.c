@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int fail(const char *what, const char *arg)
@@ -53,10 +54,14 @@ int main(int argc, char **argv)
 	if (strcmp(run_dir, "-") != 0) {
 		// RUNDIR/../var-tmp over /var/tmp first (RUNDIR may lie under /run): what
 		// programs leave there (FRR's /var/tmp/frr/watchfrr.PID) goes with the lab
+		// (only over a real directory: a /var/tmp that links to /tmp would hide /tmp; and
+		// like /sys, a nuisance if it fails, not an error)
 		char var_tmp[4096];
-		snprintf(var_tmp, sizeof var_tmp, "%s/../var-tmp", run_dir);
-		if (access(var_tmp, F_OK) == 0 && mount(var_tmp, "/var/tmp", NULL, MS_BIND, NULL) != 0)
-			return fail("bind-mount /var/tmp from", var_tmp);
+		struct stat host;
+		int n = snprintf(var_tmp, sizeof var_tmp, "%s/../var-tmp", run_dir);
+		if (n > 0 && (size_t)n < sizeof var_tmp && access(var_tmp, F_OK) == 0 &&
+		    lstat("/var/tmp", &host) == 0 && S_ISDIR(host.st_mode))
+			(void)mount(var_tmp, "/var/tmp", NULL, MS_BIND, NULL);
 		if (mount(run_dir, "/run", NULL, MS_BIND, NULL) != 0)
 			return fail("bind-mount /run from", run_dir);
 	}

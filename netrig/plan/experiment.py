@@ -146,7 +146,9 @@ def _point(model: ExperimentModel, values: dict[str, Any], catalog: Catalog) -> 
     doc = model.doc
     plan = build_plan(load_doc(point.lab, catalog))
     steps = _steps(doc, point.measure, plan, catalog)
-    lengths = [s.plugin.length(s.options) for s in steps]
+    # a measurement's traffic ends with its length, or its timeout if that comes first
+    lengths = [None if (n := s.plugin.length(s.options)) is None else min(n, s.timeout)
+               for s in steps]  # fmt: skip
     longest = None if None in lengths or not lengths else max(x for x in lengths if x is not None)
     events = _events(doc, point.events, plan, catalog, longest)
     if events:

@@ -89,11 +89,7 @@ def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
     ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
     if req.log_y:
-        if ax.dataLim.y0 <= 0:  # matplotlib dropped them with a UserWarning on stderr
-            raise SelectionError(
-                f"--log-y: {metric.label} has values of 0 or below, which a log axis cannot "
-                "show; plot it without --log-y"
-            )
+        _check_log_y(data, metric, req)
         ax.set_yscale("log")
     if not req.log_y and req.kind in ("line", "box") and ax.dataLim.y0 >= 0:
         ax.set_ylim(bottom=0)  # no value is negative: do not magnify differences
@@ -190,6 +186,25 @@ def _x_param(data: StoredExperiment, req: PlotRequest) -> str:
         )
     known = ", ".join(data.params)
     raise SelectionError(f"name the parameter for the x axis with --x; parameters: {known}")
+
+
+def _check_log_y(data: StoredExperiment, metric: MetricRef, req: PlotRequest) -> None:
+    """A log y axis cannot show a value of 0 or below: matplotlib had dropped such points
+    with a UserWarning on stderr. A CDF's y is a fraction, not the metric."""
+    if req.kind == "cdf":
+        raise SelectionError("--log-y: a CDF's y axis is the fraction of samples; --log-x puts "
+                             f"{metric.label} on a log axis")  # fmt: skip
+    if req.kind == "timeseries":
+        values = [v for s in run_series(data, metric, req.filters) for v in s.values]
+    else:
+        kind = _kind(data, metric, req)
+        values = [v for g in collect(data, metric, filters=req.filters, kind=kind)
+                  for v in g.values]  # fmt: skip
+    if any(v <= 0 for v in values):
+        raise SelectionError(
+            f"--log-y: {metric.label} has values of 0 or below, which a log axis cannot "
+            "show; plot it without --log-y"
+        )
 
 
 def _failed_mark(ax: Any, xs: Sequence[float], label: str, row: int = 0) -> Line2D:

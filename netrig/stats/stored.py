@@ -317,7 +317,8 @@ def collect(
     (pooling the others), in the order the groups first ran.
 
     Every matching run counts: an ok run adds its values, and so does a failed one whose
-    failure was another measurement's; a failed one is listed in `failed`, an interrupted one is only counted (it is no result; --resume redoes it).
+    failure was another measurement's; a failed one is listed in `failed`, an interrupted
+    one is only counted (it is no result; --resume redoes it).
     `host` (the cluster host of a run) works as a filter and in `by`, where it is a block:
     by=["host"] keeps the sweep points apart and groups each point's runs per host.
     """

@@ -92,3 +92,17 @@ def test_pinned_nodes_go_to_their_hosts_the_others_are_partitioned() -> None:
     doc = {"nodes": [{"name": "n1", "host": "h2"}, {"name": "n2"}]}
     assert (placed(doc).hosts, placed(doc).pins) == (0, {"n1": "h2"})  # type: ignore[union-attr]
     assert placed({"placement": {"hosts": 3}}).hosts == 3  # type: ignore[union-attr]
+
+
+def test_a_switched_lab_is_bad_input_before_a_sweep_spreads_it() -> None:
+    """`run --cluster` with placement had stored one failed run per point for it."""
+    import pytest
+
+    from netrig.lab.build import BadInput
+
+    switched = Lab.from_spec({"name": "sw", "nodes": [{"name": "s", "kind": "switch"},
+                              {"name": "a"}, {"name": "b"}],
+                              "links": [{"a": "a", "b": "s"}, {"a": "b", "b": "s"}]})  # fmt: skip
+    with pytest.raises(BadInput, match="switch node s: a switched segment across hosts"):
+        parts.check_spreadable(switched.plan)
+    parts.check_spreadable(_ring(6).plan)  # a routed ring spreads

@@ -75,7 +75,7 @@ def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> Non
     assert not any(process_alive(pid, start) for pid, start in pids)
 
 
-def test_a_cmd_that_ends_at_once_fails_up_with_its_output(tmp_path: Path) -> None:
+def test_a_cmd_that_fails_at_once_fails_up_with_its_output(tmp_path: Path) -> None:
     """`cmd: sh -c 'echo no config; exit 3'` had given "lab is up" with a node whose
     program was gone; `up` now fails with its log, and nothing is left."""
     path = tmp_path / "dead.clab.yml"
@@ -85,10 +85,17 @@ def test_a_cmd_that_ends_at_once_fails_up_with_its_output(tmp_path: Path) -> Non
     name = new_lab_name("cd")
     done = netrig_cli("up", str(path), "--name", name)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "a: cmd sh -c 'echo no config here; exit 3' ended right after it started" in (
+    assert "a: cmd sh -c 'echo no config here; exit 3' exited with 3 right after it started" in (
         done.stderr
     ) and "no config here" in done.stderr, done.stderr
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{name}-")]
+    # a shell that ends well (`cmd: bash`, which a container keeps on its terminal) is fine
+    path.write_text(path.read_text().replace("exit 3", "exit 0"))
+    shell = netrig_cli("up", str(path), "--name", name)
+    try:
+        assert shell.returncode == 0, shell.stderr
+    finally:
+        netrig_cli("down", name)
 
 
 def test_cmd_binds_read_only_and_shared_namespace(tmp_path: Path) -> None:

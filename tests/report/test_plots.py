@@ -201,6 +201,14 @@ def test_log_y_of_zeros_says_so(tmp_path: Path) -> None:
             store.record_run(eid, {"n": n}, 1, "ok", {"m": [Sample("lost", value, "packets")]})
         with pytest.raises(SelectionError, match="values of 0 or below"):
             figure(load(store, "zeros"), PlotRequest(kind="line", x="n", y="lost", log_y=True))
+        with pytest.raises(SelectionError, match="a CDF's y axis is the fraction"):
+            figure(load(store, "zeros"), PlotRequest(kind="cdf", y="lost", log_y=True))
+        # positive values pass, even where a mean's confidence interval dips below 0
+        store.record_run(eid, {"n": 1}, 2, "ok", {"m": [Sample("lost", 9.0, "packets")]})
+        kept = load(store, "zeros")
+        kept.runs = [r for r in kept.runs if r.run.repetition == 2 or r.run.point["n"] == 2]
+        ax = figure(kept, PlotRequest(kind="line", x="n", y="lost", log_y=True)).axes[0]
+        assert ax.get_yscale() == "log"
 
 
 def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
