@@ -46,6 +46,7 @@ from netrig.model.expr import names_in, substitute
 from netrig.model.filekind import EXPERIMENT_KEYS
 from netrig.model.load import Problem, SpecError, _problems
 from netrig.model.models import LabSpec, Seconds, Strict
+from netrig.model.overrides import override_note
 from netrig.model.problems import note
 from netrig.model.yamlmarks import KeyPath
 
@@ -264,7 +265,7 @@ def load_experiment_model_text(
         raise SpecError(problems) from None
     vary, params = _apply_overrides(doc, keys, overrides or {})
     _note_unused(doc, vary)
-    stored = text if not overrides and repeat is None else text + _override_note(overrides, repeat)
+    stored = text if not overrides and repeat is None else text + override_note(overrides, repeat)
     return ExperimentModel(
         file=file,
         text=stored,
@@ -408,33 +409,3 @@ def _apply_overrides(
     return vary, params
 
 
-OVERRIDE_NOTE = "\n# netrig run "
-
-
-def _override_note(overrides: Mapping[str, str] | None, repeat: int | None) -> str:
-    parts = [f"--set {k}={v}" for k, v in (overrides or {}).items()]
-    if repeat is not None:
-        parts.append(f"--repeat {repeat}")
-    return OVERRIDE_NOTE + " ".join(parts) + "\n"
-
-
-def stored_overrides(stored: str) -> tuple[str, dict[str, str], int | None]:
-    """A stored experiment text taken apart again: (the file's text, its --set values, its
-    --repeat), so what is planned from the store (a report's picture of the lab) is what
-    ran, not the file without its command line."""
-    at = stored.rfind(OVERRIDE_NOTE)
-    line = stored[at + len(OVERRIDE_NOTE) : -1] if at >= 0 and stored.endswith("\n") else ""
-    if not line or "\n" in line or not line.startswith("--"):
-        return stored, {}, None
-    overrides: dict[str, str] = {}
-    repeat = None
-    for part in re.split(r"(?:^| )--(?=(?:set|repeat) )", line)[1:]:
-        flag, _, value = part.partition(" ")
-        if flag == "repeat" and value.isdigit():
-            repeat = int(value)
-        elif flag == "set" and "=" in value:
-            key, _, raw = value.partition("=")
-            overrides[key] = raw
-        else:
-            return stored, {}, None  # not a note netrig wrote
-    return stored[:at], overrides, repeat

@@ -146,8 +146,7 @@ class Layout:
     @classmethod
     def of(cls, data: StoredExperiment) -> Layout:
         varied = [p for p in data.params if len(data.values_of(p)) > 1]
-        grid = math.prod(len(data.values_of(p)) for p in varied)
-        if len(varied) > 1 and len(data.points()) < grid:
+        if len(varied) > 1 and data.vary.listed:  # from the file: an interrupted grid is none
             return cls(None, None, (), by_point=True)
 
         def rank(p: str) -> tuple[bool, int]:

@@ -162,8 +162,9 @@ def experiment_svg(text: str, file: str = "<stored>") -> tuple[str | None, str]:
     """The picture of an experiment's lab from the file's text as the results store keeps
     it (with the run's --set values), for the HTML report: (svg or None, why there is none,
     or which sweep point it shows when the points' labs differ)."""
-    from netrig.model.experiment import load_experiment_model_text, stored_overrides
+    from netrig.model.experiment import load_experiment_model_text
     from netrig.model.load import SpecError
+    from netrig.model.overrides import stored_overrides
     from netrig.model.problems import Note
     from netrig.model.yamlmarks import YamlSyntaxError
     from netrig.plan.experiment import plan_experiment

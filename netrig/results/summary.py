@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from netrig import measure
 from netrig.base.scale import display_scale
 from netrig.base.values import render
 from netrig.experiment.disruption import HEADLINE
+from netrig.model.overrides import stored_overrides
 from netrig.plan.runs import point_key
 from netrig.results.store import ResultStore, Run
 
@@ -67,7 +69,7 @@ def summarize(
     runs = store.runs(experiment_id)
     record = store.experiment(experiment_id)
     kinds = record.measurements
-    order = vary_order(record.file_text)
+    order = value_order((run.point for run in runs), vary_shape(record.file_text).order)
     points: dict[str, dict[str, object]] = {}
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -92,7 +94,7 @@ def summarize(
             units[(name, sample.metric)] = sample.unit
     columns = list(units)  # (measurement, metric) in order of first appearance
     rows = []
-    for key, point in sorted(points.items(), key=lambda item: _point_order(item[1], order)):
+    for key, point in sorted(points.items(), key=lambda item: point_order(item[1], order)):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
         shown = False
         for name, metric in columns:
@@ -110,33 +112,70 @@ def summarize(
     return rows
 
 
-def vary_order(file_text: str) -> dict[str, list[str]]:
-    """Each `vary:` parameter's values (as rendered) in the order the file lists them, from
-    a mapping of lists or a list of points; {} when the text does not say (an old record,
-    a value the file computes)."""
+@dataclass(frozen=True)
+class VaryShape:
+    """What the stored file's `vary:` says, with the run's `--set` values over it: each
+    parameter's values (as rendered) in the file's order, and whether it lists points
+    (no grid)."""
+
+    order: dict[str, list[str]]
+    listed: bool = False
+
+
+def vary_shape(file_text: str) -> VaryShape:
+    """The VaryShape of a stored experiment text (empty when the text does not say)."""
     import yaml
 
+    text, overrides, _repeat = stored_overrides(file_text)
     try:
-        vary = (yaml.safe_load(file_text) or {}).get("vary")
+        vary = (yaml.safe_load(text) or {}).get("vary")
     except (yaml.YAMLError, AttributeError):
-        return {}
+        return VaryShape({})
     order: dict[str, list[str]] = {}
     if isinstance(vary, dict):
         for name, values in vary.items():
             order[str(name)] = [render(v) for v in values] if isinstance(values, list) else []
-        return order
-    points = vary if isinstance(vary, list) else []
-    for point in points:
-        if isinstance(point, dict):
-            for name, value in point.items():
+    elif isinstance(vary, list):
+        for point in vary:
+            for name, value in (point.items() if isinstance(point, dict) else ()):
                 seen = order.setdefault(str(name), [])
                 if render(value) not in seen:
                     seen.append(render(value))
+    for name, raw in overrides.items():  # `--set hops=[16,8]` ran in that order
+        try:
+            values = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            continue
+        if name in order and isinstance(values, list):
+            order[name] = [render(v) for v in values]
+    return VaryShape(order, isinstance(vary, list))
+
+
+def value_order(
+    points: Iterable[Mapping[str, object]], listed: Mapping[str, list[str]]
+) -> dict[str, list[str]]:
+    """Each parameter's values in the file's order (`listed`, from VaryShape), then any
+    value the file does not list (an old record, a computed value): numbers by value, then
+    text in the order the points first ran (runs spread over hosts end in any order)."""
+    unlisted: dict[str, dict[str, object]] = {}
+    for point in points:
+        for name, value in point.items():
+            if render(value) not in listed.get(name, []):
+                unlisted.setdefault(name, {}).setdefault(render(value), value)
+    order = {name: list(values) for name, values in listed.items()}
+    for name, values in unlisted.items():
+        numbers = sorted((v for v in values.values() if _is_number(v)), key=float)  # type: ignore[arg-type]
+        texts = [v for v in values.values() if not _is_number(v)]
+        order.setdefault(name, []).extend(render(v) for v in [*numbers, *texts])
     return order
 
 
-def _point_order(
-    point: dict[str, object], order: dict[str, list[str]] | None = None
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def point_order(
+    point: Mapping[str, object], order: Mapping[str, list[str]] | None = None
 ) -> tuple[tuple[int, float, str], ...]:
     """Sort key of a sweep point: its values in key order, each by its place in the
     file's `vary:` list, else numbers by value before text."""

@@ -18,6 +18,7 @@ can name one on a command line and a test can check each alone.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,7 +31,14 @@ from netrig.base.sample import Sample
 from netrig.base.values import render
 from netrig.plan.runs import point_key
 from netrig.results.store import ExperimentRecord, ResultStore, Run
-from netrig.results.summary import headline_metrics, metric_label
+from netrig.results.summary import (
+    VaryShape,
+    headline_metrics,
+    metric_label,
+    point_order,
+    value_order,
+    vary_shape,
+)
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -149,15 +157,23 @@ class StoredExperiment:
     params: list[str] = field(default_factory=list)  # sweep parameters, in order of appearance
 
     def points(self, filters: Sequence[tuple[str, str]] = ()) -> list[dict[str, Any]]:
-        """Distinct sweep points in the order they first ran."""
+        """Distinct sweep points in the order of the file's `vary:` (with the run's --set
+        values), as the end-of-run table lists them: runs on a cluster, or resumed, are
+        stored in any order."""
         seen: dict[str, dict[str, Any]] = {}
         for r in self.runs:
             if point_matches(r.run.point, filters):
                 seen.setdefault(point_key(r.run.point), r.run.point)
-        return list(seen.values())
+        order = value_order(seen.values(), self.vary.order)
+        return sorted(seen.values(), key=lambda point: point_order(point, order))
+
+    @functools.cached_property
+    def vary(self) -> VaryShape:
+        """The stored file's `vary:`: its values' order, whether it lists points."""
+        return vary_shape(self.experiment.file_text)
 
     def values_of(self, param: str) -> list[Any]:
-        """The distinct values one parameter takes, in the order they first ran."""
+        """The distinct values one parameter takes, in the order of the points."""
         out: list[Any] = []
         for point in self.points():
             if param in point and point[param] not in out:
@@ -314,7 +330,7 @@ def collect(
     kind: SampleKind = "auto",
 ) -> list[Group]:
     """Values of `metric` grouped per sweep point, or per value of the `by` parameters
-    (pooling the others), in the order the groups first ran.
+    (pooling the others), in the order of the file's `vary:` (see `points`).
 
     Every matching run counts: an ok run adds its values, and so does a failed one whose
     failure was another measurement's; a failed one is listed in `failed`, an interrupted
@@ -348,7 +364,9 @@ def collect(
             group.failed.append(r.run)
         else:
             group.interrupted += 1
-    return list(groups.values())
+    # as the points: the file's order, not the order the runs ended
+    order = value_order((dict(key) for key in groups), data.vary.order)
+    return sorted(groups.values(), key=lambda g: point_order(dict(g.key), order))
 
 
 def pooled(groups: Sequence[Group], key: GroupKey = ()) -> Group:

@@ -108,10 +108,13 @@ def test_a_sweep_of_listed_points_is_shown_and_compared_point_by_point(tmp_path:
     points = [{"shape": "chain", "size": 2, "hops": 1}, {"shape": "ring", "size": 3, "hops": 1},
               {"shape": "chain", "size": 3, "hops": 2}]  # fmt: skip
     with ResultStore(tmp_path / "s.db") as store:
-        eid = store.begin_experiment("shapes", "name: shapes\n", {})
+        text = "name: shapes\nvary:\n" + "".join(
+            f"  - {{shape: {p['shape']}, size: {p['size']}, hops: {p['hops']}}}\n" for p in points
+        )
+        eid = store.begin_experiment("shapes", text, {})
         for rep in range(3):
-            for k, point in enumerate(points):
-                value = (10 - 2 * k + 0.1 * rep) * 1e9
+            for k, point in enumerate(reversed(points)):  # stored in any order
+                value = (6 + 2 * k + 0.1 * rep) * 1e9
                 store.record_run(eid, point, rep, "ok",
                                  {"iperf3": [Sample("throughput", value, "bit/s")]})  # fmt: skip
         text = render(load(store, "shapes"))

@@ -153,7 +153,8 @@ def test_a_ring_is_drawn_as_a_circle_and_other_shapes_in_tiers() -> None:
 def test_the_reports_picture_is_of_the_lab_that_ran_with_its_set_values() -> None:
     """The store keeps the file and the run's `--set` as a trailing comment; the picture
     had been planned from the file alone (200 Mbit/s links where 50mbit ran)."""
-    from netrig.model.experiment import load_experiment_model_text, stored_overrides
+    from netrig.model.experiment import load_experiment_model_text
+    from netrig.model.overrides import stored_overrides
 
     text = (
         "name: e\ntopology: {kind: chain, nodes: 3}\n"

@@ -214,3 +214,19 @@ def test_a_metric_named_as_its_measurement_is_labelled_once() -> None:
     assert MetricRef("convergence", "convergence", "s").label == "convergence"
     assert str(MetricRef("convergence", "convergence", "s")) == "convergence (s)"
     assert THROUGHPUT.label == "iperf3 throughput"
+
+
+def test_points_follow_the_files_vary_order_and_its_set_values(tmp_path: Path) -> None:
+    """Runs on a cluster end in any order: stat's first block (its reference) and the
+    groups are the file's first point, here reordered by the run's --set (the end-of-run
+    table had listed the file's order, stat the order the runs ended)."""
+    text = "name: o\nvary:\n  cc: [reno, cubic]\n  hops: [2, 8]\n\n# netrig run --set hops=[8,2]\n"
+    with ResultStore(tmp_path / "o.db") as s:
+        eid = s.begin_experiment("o", text, {})
+        for cc, hops in (("cubic", 2), ("reno", 2), ("cubic", 8), ("reno", 8)):
+            s.record_run(eid, {"cc": cc, "hops": hops}, 0, "ok", {"iperf3": iperf(GBIT)})
+        data = load(s, "o")
+        assert [g.label for g in collect(data, THROUGHPUT)] == [
+            "cc=reno, hops=8", "cc=reno, hops=2", "cc=cubic, hops=8", "cc=cubic, hops=2"
+        ]  # fmt: skip
+        assert data.values_of("hops") == [8, 2] and data.values_of("cc") == ["reno", "cubic"]
