@@ -19,7 +19,7 @@ import csv
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -163,20 +163,21 @@ class Run:
     failed_measurements: tuple[str, ...] | None = None
 
     def counts_for(self, measurement: str) -> bool:
-        """Whether this run's values of `measurement` are results: an ok run's, or a failed
-        run's where another measurement failed (a diagnostic command's exit code does not
-        void the iperf3 numbers measured beside it)."""
-        if self.status == "ok":
-            return True
-        return (
-            self.status == "failed"
-            and self.failed_measurements is not None
-            and measurement not in self.failed_measurements
-        )
+        """Whether this run's values of `measurement` are results (see `counts`)."""
+        return counts(self.status, self.failed_measurements, measurement)
 
     def failed_for(self, measurement: str) -> bool:
         """A failed run that has no result for `measurement`."""
         return self.status == "failed" and not self.counts_for(measurement)
+
+
+def counts(status: str, failed: Sequence[str] | None, measurement: str) -> bool:
+    """Whether a run's values of `measurement` are results: an ok run's, or a failed run's
+    where other measurements failed (`failed`; None: the whole run): a diagnostic
+    command's exit code does not void the iperf3 numbers measured beside it."""
+    if status == "ok":
+        return True
+    return status == "failed" and failed is not None and measurement not in failed
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -582,14 +583,20 @@ class ResultStore:
         # LEFT JOIN: a run without samples (typically a failed one) still gives one row.
         rows = self._db.execute(
             "SELECT e.name AS experiment, e.id AS experiment_id, r.id AS run, r.repetition,"
-            " r.status, r.reason, r.host, r.point, s.measurement, s.metric, s.stream, s.value, s.unit,"
-            " s.t FROM runs r JOIN experiments e ON e.id = r.experiment_id"
+            " r.status, r.reason, r.host, r.point, r.failed_measurements, s.measurement, s.metric,"
+            " s.stream, s.value, s.unit, s.t FROM runs r JOIN experiments e"
+            " ON e.id = r.experiment_id"
             f" LEFT JOIN samples s ON s.run_id = r.id {where}"
             " ORDER BY e.id, r.id, s.rowid",
             args,
         ).fetchall()
         # a `host` column when some run ran on a cluster host (netrig run --cluster)
         run_columns = (*RUN_COLUMNS, "host") if any(r["host"] for r in rows) else RUN_COLUMNS
+        # a `counts` column when a run failed by some of its measurements only: whether
+        # the row's value is a result (stat and the summary count it) or not
+        partial = any(r["failed_measurements"] for r in rows)
+        if partial:
+            run_columns = (*run_columns, "counts")
         fixed = set(run_columns) | set(SAMPLE_COLUMNS)
         params: dict[str, str] = {}  # sweep parameter → its column, in order of appearance
         tidy: list[dict[str, Any]] = []
@@ -598,7 +605,12 @@ class ResultStore:
             for name in point:
                 # A parameter named like a fixed column (say `metric`) gets a prefix.
                 params.setdefault(name, f"vary_{name}" if name in fixed else name)
-            record = {column: row[column] for column in run_columns}
+            record = {column: row[column] for column in run_columns if column != "counts"}
+            if partial:
+                failed = json.loads(row["failed_measurements"] or "null")
+                record["counts"] = row["measurement"] is not None and counts(
+                    row["status"], failed, row["measurement"]
+                )
             record.update({params[name]: value for name, value in point.items()})
             record.update({column: row[column] for column in SAMPLE_COLUMNS})
             tidy.append(record)
@@ -641,7 +653,7 @@ class ResultStore:
                     "id": e.id, "name": e.name, "status": e.status,
                     "started": _iso(e.started), "ended": _iso(e.ended),
                     "file_hash": e.file_hash, "file_text": e.file_text,
-                    "host_facts": e.host_facts,
+                    "host_facts": e.host_facts, "measurements": e.measurements,
                 }
                 for e in chosen
             ],

@@ -153,3 +153,23 @@ def test_a_named_measurement_shows_its_plugins_metrics_and_points_keep_the_files
         assert labels == ["routing=static, hops=8", "routing=static, hops=2",
                           "routing=ecmp, hops=8", "routing=ecmp, hops=2"]  # fmt: skip
         assert store.experiment(eid).measurements == {"ping-baseline": "iperf3", "x": "ping"}
+
+
+def test_the_export_says_which_values_of_a_partly_failed_run_count(tmp_path: Path) -> None:
+    """An iperf3 row of a run failed by its command only had read plain "failed" in the
+    export, while stat and the summary count it."""
+    import io
+    import json
+
+    with ResultStore(tmp_path / "e.db") as store:
+        eid = store.begin_experiment("e", "text", {}, {"iperf3": "iperf3", "cmd": "command"})
+        store.record_run(eid, {}, 1, "failed",
+                         {"iperf3": [Sample("throughput", 8e9, "bit/s")],
+                          "cmd": [Sample("exit_code", 3, "")]},
+                         "cmd: exited with 3", failed_measurements=["cmd"])  # fmt: skip
+        rows = store.tidy_rows(eid)
+        assert [(r["measurement"], r["counts"]) for r in rows] == [("iperf3", True), ("cmd", False)]
+        out = io.StringIO()
+        store.export_json(out, eid)
+        (exp,) = json.loads(out.getvalue())["experiments"]
+        assert exp["measurements"] == {"cmd": "command", "iperf3": "iperf3"}
