@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from netrig.base.disjoint import DisjointSets
 from netrig.base.values import render
 from netrig.model import yamlmarks
 from netrig.model.catalog import Catalog, MeasurementTraits
@@ -213,17 +214,11 @@ def _islands(plan: LabPlan) -> Callable[[str], str]:
     """The node's connected part of the lab (its links, and the node whose namespace it
     shares), named by one of its nodes: a ping to a node no link reaches validated ok and
     failed at run time, "Network is unreachable"."""
-    parent = {name: node.shares or name for name, node in plan.nodes.items()}
-
-    def root(name: str) -> str:
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
+    shared = {name: node.shares for name, node in plan.nodes.items() if node.shares}
+    sets = DisjointSets(plan.nodes, shared)
     for link in plan.links:
-        parent[root(link.a)] = root(link.b)
-    return root
+        sets.union(link.a, link.b)
+    return sets.find
 
 
 def _steps(

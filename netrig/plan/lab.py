@@ -15,6 +15,7 @@ from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 from typing import Any, cast
 
 from netrig.base import forked
+from netrig.base.disjoint import DisjointSets
 from netrig.model.load import GraphLink, LabGraph, Problem, SpecError
 from netrig.plan.firewall import resolve as resolve_firewalls
 from netrig.plan.model import (
@@ -457,20 +458,8 @@ def _check_unique_ifnames(
 
 
 def _has_cycle(graph: LabGraph) -> bool:
-    parent = {n: n for n in graph.nodes}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for link in graph.links:
-        ra, rb = find(link.a), find(link.b)
-        if ra == rb:
-            return True
-        parent[ra] = rb
-    return False
+    sets = DisjointSets(graph.nodes)
+    return not all(sets.union(link.a, link.b) for link in graph.links)
 
 
 def _segments(
