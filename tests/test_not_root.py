@@ -15,7 +15,7 @@ import pytest
 from netrig.base.sample import Sample
 from netrig.lab import netns
 from netrig.lab.ledger import Ledger
-from netrig.results.store import SCHEMA_VERSION, ResultStore
+from netrig.results.store import MIGRATIONS, READABLE_AS_IS, SCHEMA_VERSION, ResultStore
 from tests.conftest import new_lab_name, requires_root
 from tests.unprivileged import as_nobody, nobody_dir
 
@@ -185,7 +185,7 @@ def test_an_older_store_nobody_may_not_upgrade_fails_alike_everywhere(
     --db says how to upgrade it, with one exit code (1: a failure, not bad input), and the
     file stays as it was."""
     with sqlite3.connect(stored) as conn:
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        conn.execute(f"PRAGMA user_version = {READABLE_AS_IS - 1}")  # older than readable
     before = stored.read_bytes()
     for command in (
         ["results", "list"],
@@ -198,6 +198,36 @@ def test_an_older_store_nobody_may_not_upgrade_fails_alike_everywhere(
         assert result.returncode == 1 and "Traceback" not in result.stderr, (command, result)
         assert f"is older than this netrig's (v{SCHEMA_VERSION})" in result.stderr, command
     assert stored.read_bytes() == before
+
+
+def test_a_store_of_the_last_schemas_reads_for_anyone_without_upgrading(
+    nobody_dir: Path,
+) -> None:
+    """A v5 file (before runs.failed_measurements and experiments.measurements), read-only
+    for nobody: read as it is, the new columns as NULL (it had been refused until its owner
+    opened it once), and left as it was."""
+    db = nobody_dir / "v5.db"
+    conn = sqlite3.connect(db)
+    for statements in MIGRATIONS[:READABLE_AS_IS]:
+        for statement in statements:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {READABLE_AS_IS}")
+    conn.execute("INSERT INTO experiments (name, file_text, file_hash, started, status)"
+                 " VALUES ('old', 'name: old\n', 'x', '2026-11-01T00:00:00+00:00', 'ok')")
+    for rep, rate in enumerate([9.1, 9.3, 9.2]):
+        run = conn.execute("INSERT INTO runs (experiment_id, repetition, status)"
+                           " VALUES (1, ?, 'ok')", (rep,)).lastrowid  # fmt: skip
+        conn.execute("INSERT INTO samples (run_id, measurement, metric, value, unit)"
+                     " VALUES (?, 'iperf3', 'throughput', ?, 'bit/s')", (run, rate * 1e9))
+    conn.commit()
+    conn.close()
+    db.chmod(0o644)
+    before = db.read_bytes()
+    listed = as_nobody("results", "list", "--db", str(db), cwd=nobody_dir)
+    assert listed.returncode == 0 and "old" in listed.stdout, listed.stderr
+    stat = as_nobody("stat", "--experiment", "old", "--db", str(db), cwd=nobody_dir)
+    assert stat.returncode == 0 and "x   3" in stat.stdout, stat.stdout + stat.stderr
+    assert db.read_bytes() == before
 
 
 def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: Path) -> None:

@@ -107,6 +107,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE experiments ADD COLUMN measurements TEXT",),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# A file not writable by its reader cannot be migrated: from this version on, the later
+# migrations only add columns that may be NULL, and NULL_COLUMNS[i] reads a version-i file
+# as if it had them (one entry per migration from READABLE_AS_IS on).
+READABLE_AS_IS = 5
+NULL_COLUMNS: tuple[tuple[str, ...], ...] = (
+    (), (), (), (), (),
+    ("CREATE TEMP VIEW runs AS SELECT *, NULL AS failed_measurements FROM main.runs",),
+    ("CREATE TEMP VIEW experiments AS SELECT *, NULL AS measurements FROM main.experiments",),
+)
+assert len(NULL_COLUMNS) == SCHEMA_VERSION, "a new migration needs its NULL_COLUMNS entry"
 
 # Columns every tidy row has; sweep parameters go between RUN_COLUMNS and SAMPLE_COLUMNS.
 RUN_COLUMNS: tuple[str, ...] = (
@@ -297,6 +307,13 @@ class ResultStore:
                 f"{self.path}: results schema v{self.schema_version} is newer than this "
                 f"netrig understands (v{SCHEMA_VERSION}); upgrade netrig"
             )
+        if self.readonly and self.schema_version >= READABLE_AS_IS:
+            # a newer schema's columns that an older file lacks read as NULL, through
+            # views of this connection only (TEMP names come before the file's)
+            for version in range(self.schema_version, SCHEMA_VERSION):
+                for statement in NULL_COLUMNS[version]:
+                    self._db.execute(statement)
+            return
         if self.readonly and self.schema_version < SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path}: results schema v{self.schema_version} is older than this netrig's"
