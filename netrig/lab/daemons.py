@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import struct
@@ -72,7 +73,7 @@ def start(lab: Lab, node: str, name: str, argv: list[str]) -> subprocess.Popen[A
     with open(tmp, "w") as fh:
         json.dump(known, fh)
     os.replace(tmp, path)
-    _note(lab, node, name, "started: " + " ".join(argv))
+    _note(lab, node, name, "started: " + shlex.join(argv))
     return lab.start_daemon(node, argv, name)
 
 
