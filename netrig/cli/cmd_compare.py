@@ -146,8 +146,9 @@ def compare_command(
     relative difference with its confidence interval (Fieller), Welch's t when an F
     test finds the variances differ, the Mann-Whitney U test (no normality assumed:
     latencies), and a warning when the runs per side are too few to detect a
-    --detect difference with 80% power. Only runs that succeeded give values;
-    failed runs are listed with their reasons. Runs made on a cluster (netrig run
+    --detect difference with 80% power. Only runs that succeeded give values (and
+    those failed by another measurement only); failed runs are listed with their
+    reasons. Runs made on a cluster (netrig run
     --cluster) warn when A and B ran on different hosts; --by host compares within
     each host.
 

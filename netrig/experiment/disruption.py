@@ -14,17 +14,24 @@ Per event (stream = the event, e.g. `link n8-n9 down @ 2s`), for each probe seri
   (0 when no probe was lost). When none was answered again the outage was longer than the
   run could see: no `outage` then, but `outage_at_least` [s], from that first loss to the
   end of the run, a lower bound that is never averaged with measured outages;
-- `packets_lost` [packets]: probes lost between this event and the next;
-- `reconvergence` [s]: from the event to the first answered probe after the last loss before
-  the next event — when the path was back for good. Missing (and `recovered` = 0) when the
-  traffic never came back within the run.
+- `packets_lost` [packets]: probes lost in the outages that began between this event and the
+  next, to their ends;
+- `reconvergence` [s]: from the event to the first answered probe after the last loss that
+  began before the next event — when the path was back for good. Missing (and `recovered` =
+  0) when the traffic never came back within the run.
+
+An outage still going on when the next event comes (a cut's, at `link … up`) is the earlier
+event's: the later one gets outage 0, no lost probes, and as reconvergence how long after it
+the traffic came back.
 
 For the run as a whole (no stream): `outage` (the longest total time without delivery of one
 probe series after the first event; `outage_at_least` instead when a series was still
 without delivery at the end of the run), `packets_lost` (all series), `reconvergence` (the
 slowest event's), and per throughput series `throughput_before`, `throughput_during`,
 `throughput_after` [bit/s]: mean of the intervals before the first event, between it and the
-recovery, and after the recovery. Recovery is when the last event happened or, if later, when
+recovery, and after the recovery (with several iperf3 measurements, each under its name as
+the stream and, without a stream, their sum: stat and plots read the sum; the export has
+each). Recovery is when the last event happened or, if later, when
 the probes say traffic was back (or, without probes, the start of the first interval from
 the last event on whose throughput is at least half of the `before` median; none: no
 `after`).
@@ -119,20 +126,51 @@ class EventEffect:
         return ("outage" if self.outage_ended else "outage_at_least", self.outage)
 
 
-def effect(series: ProbeSeries, event: Applied, next_at: float | None) -> EventEffect:
+def effect(
+    series: ProbeSeries, event: Applied, next_at: float | None, prev_at: float | None = None
+) -> EventEffect:
     """What one event did to one probe series (see the module docstring)."""
     window_end = next_at if next_at is not None else float("inf")
-    in_window = [(t, ok) for t, ok in series.probes if event.at <= t < window_end]
-    lost = sum(1 for _t, ok in in_window if not ok)
     runs = _loss_runs(series, event.at)
-    if not runs or runs[0][0] >= window_end:
-        return EventEffect(0.0, lost, 0.0)
-    first_lost, back = runs[0]
+    ongoing = None
+    if runs and prev_at is not None and _under_way(series, event.at, prev_at):
+        # the previous event's outage, still going on: its own, not this event's (a cut's
+        # outage had been counted again, from `up` to its end, for `link … up`)
+        ongoing, runs = runs[0], runs[1:]
+    # those that began before the next event (less a probe period: a probe in flight when
+    # it came is lost with it, see _under_way)
+    own = [r for r in runs if r[0] < window_end - series.period]
+    if not own:
+        if ongoing is None:
+            return EventEffect(0.0, 0, 0.0)
+        back = ongoing[1]  # traffic back after this event: how long after it
+        return EventEffect(0.0, 0, None if back is None else max(back - event.at, 0.0))
+    first_lost, back = own[0]
     outage = (back if back is not None else series.end) - first_lost
-    last_in_window = [r for r in runs if r[0] < window_end][-1]
-    back_for_good = last_in_window[1]
+    # the probes lost in this event's own outages, to their ends (past the next event)
+    lost = sum(
+        1
+        for t, ok in series.probes
+        if not ok and any(a <= t and (b is None or t < b) for a, b in own)
+    )
+    back_for_good = own[-1][1]
     reconvergence = None if back_for_good is None else max(back_for_good - event.at, 0.0)
     return EventEffect(outage, lost, reconvergence, outage_ended=back is not None)
+
+
+def _under_way(series: ProbeSeries, at: float, since: float) -> bool:
+    """Whether probes were being lost when the event at `at` came: the probes just before it
+    lost, since the previous event (at `since`) and from more than one probe period before
+    (a probe in flight when a link is cut is lost with the cut, not before it)."""
+    before = [(t, ok) for t, ok in series.probes if since <= t < at]
+    if not before or before[-1][1]:
+        return False
+    start = before[-1][0]
+    for t, ok in reversed(before):
+        if ok:
+            break
+        start = t
+    return start < at - series.period
 
 
 def throughput_series(
@@ -167,7 +205,7 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
             tag = f" {ser.name}" if len(series) > 1 else ""
             for i, event in enumerate(events):
                 nxt = events[i + 1].at if i + 1 < len(events) else None
-                eff = effect(ser, event, nxt)
+                eff = effect(ser, event, nxt, events[i - 1].at if i else None)
                 stream = event.label + tag
                 metric, value = eff.outage_sample
                 out.append(Sample(metric, value, "s", stream=stream))
@@ -193,9 +231,16 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
             out.append(Sample("reconvergence", slowest, "s"))
         recovered = max(recovered, latest)
     flows = throughput_series(samples)
-    for step, points in flows.items():
-        flow_stream = step if len(flows) > 1 else None
-        out += _throughput_phases(points, first, recovered, bool(series), flow_stream)
+    phases = [
+        _throughput_phases(points, first, recovered, bool(series), step if len(flows) > 1 else None)
+        for step, points in flows.items()
+    ]
+    out += [s for flow in phases for s in flow]
+    if len(flows) > 1:  # and their sum, the traffic measured in all (stat reads no stream)
+        for metric in ("throughput_before", "throughput_during", "throughput_after"):
+            each = [s.value for flow in phases for s in flow if s.metric == metric]
+            if len(each) == len(flows):
+                out.append(Sample(metric, sum(each), "bit/s"))
     return out
 
 

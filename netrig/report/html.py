@@ -275,8 +275,9 @@ def _results(data: StoredExperiment, metrics: Sequence[MetricRef]) -> str:
         out.append('<p class="note">No run stored a sample.</p></section>')
         return "".join(out)
     out.append(
-        '<p class="note">Per sweep point, over the runs that succeeded; a failed run '
-        "is counted as failed, never as a zero.</p>"
+        '<p class="note">Per sweep point, over the runs that succeeded (and a run failed by '
+        "another measurement only: its other values count); a failed run is counted as "
+        "failed, never as a zero.</p>"
     )
     params = data.params
     for metric in metrics:

@@ -53,11 +53,23 @@ def test_static_routing_is_down_until_the_link_returns() -> None:
     out = derive(events, probes([(1.0, 3.02)]))
     assert by_stream(out, "outage")["link a-b down @ 1s"] == pytest.approx(2.02)
     assert by_stream(out, "reconvergence")["link a-b down @ 1s"] == pytest.approx(2.02)
-    # the two probes lost after `up` belong to the up event's window
-    assert by_stream(out, "packets_lost")["link a-b down @ 1s"] == 200
-    assert by_stream(out, "packets_lost")["link a-b up @ 3s"] == 2
+    # the cut's outage goes on 20 ms past `up`: all of it is the cut's (it had been counted
+    # again as the up event's, 2 probes and an outage of its own); `up` is what it took
+    # for traffic to come back after the link did
+    assert by_stream(out, "packets_lost")["link a-b down @ 1s"] == 202
+    assert by_stream(out, "packets_lost")["link a-b up @ 3s"] == 0
+    assert by_stream(out, "outage")["link a-b up @ 3s"] == 0
+    assert by_stream(out, "reconvergence")["link a-b up @ 3s"] == pytest.approx(0.02)
     assert by_stream(out, "packets_lost")[None] == 202
     assert by_stream(out, "reconvergence")[None] == pytest.approx(2.02)
+
+
+def test_a_probe_in_flight_when_the_link_is_cut_is_the_cuts() -> None:
+    """Lost from 4.995 s on, the cut at 5 s: its outage, not one under way before it."""
+    events = [Applied("link a-b rate 10mbit @ 1s", 1.0), Applied("link a-b down @ 5s", 5.0)]
+    out = derive(events, probes([(4.99, 5.5)]))
+    assert by_stream(out, "outage")["link a-b down @ 5s"] == pytest.approx(0.5)
+    assert by_stream(out, "outage")["link a-b rate 10mbit @ 1s"] == 0
 
 
 def test_no_loss_is_a_measured_zero_and_a_flap_counts_every_gap() -> None:
@@ -117,6 +129,17 @@ def test_without_probes_the_slow_intervals_mark_the_disruption() -> None:
     assert by_stream(out, "throughput_during")[None] == pytest.approx(1.5)
     assert by_stream(out, "throughput_after")[None] == 9
     assert "outage" not in {s.metric for s in out}  # no probe: no claim about packets
+
+
+def test_two_iperf3_flows_each_by_name_and_their_sum_without_a_stream() -> None:
+    """With a UDP and a TCP iperf3 the phases had been stored under the flows' names only,
+    which no stat, plot or report reads."""
+    udp = [("udp", s) for _, s in flow([4, 4, 4, 4, 0, 0, 4, 4])]
+    tcp = [("tcp", s) for _, s in flow([6, 6, 6, 6, 0, 0, 5, 5])]
+    out = derive([Applied("link a-b down @ 2s", 2.0)], [*udp, *tcp])
+    before = by_stream(out, "throughput_before")
+    assert (before["udp"], before["tcp"], before[None]) == (4, 6, 10)
+    assert by_stream(out, "throughput_after")[None] == 9
 
 
 def test_several_probe_streams_are_told_apart_and_the_worst_is_the_summary() -> None:
