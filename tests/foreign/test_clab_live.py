@@ -4,6 +4,7 @@ binds, a shared namespace, and one file up twice under two names."""
 from __future__ import annotations
 
 import os
+import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -66,6 +67,14 @@ def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> Non
         assert len(pids) >= 8  # zebra, ospfd, staticd and watchfrr in each router
         # FRR's crash buffers (/var/tmp/frr/watchfrr.PID) had piled up on the host, one per
         # start: they are in the node's own /var/tmp, gone with the lab
+        # stopped and started again, the daemons are netrig's: a second stop stops them all
+        # (watchfrr had found their old sockets unanswered and restarted them as its own)
+        for verb in ("stop", "start", "stop"):
+            done = netrig_cli("node", name, "r1", verb)
+            assert done.returncode == 0, done.stderr
+        inside = subprocess.run(["ip", "netns", "pids", f"{name}-r1"], capture_output=True,
+                                text=True, check=True).stdout.split()  # fmt: skip
+        assert inside == [], inside
         kept = os.listdir(os.path.join(lab.node_dir("r1"), "var-tmp", "frr"))
         assert any(entry.startswith("watchfrr.") for entry in kept), kept
         on_host = set(os.listdir("/var/tmp/frr")) if os.path.isdir("/var/tmp/frr") else set()
