@@ -22,6 +22,7 @@ unfinished experiment of the same file (same hash) where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
@@ -437,8 +438,10 @@ class _Session:
         self.network: str | None = None
         self.broken: dict[str, str] = {}  # network → why its lab could not be built
         self.unreached_said = False  # events after the measurements: said once a session
+        self.signal: StopSignal | None = None  # run_all's: it may cut a build short
 
     def run_all(self, todo: list[PlannedRun], stop: StopSignal) -> None:
+        self.signal = stop
         for n, run in enumerate(todo):
             if stop.requested:
                 break
@@ -501,7 +504,10 @@ class _Session:
         where = f" for {point.label}" if point.values else ""
         self.say.note(f"[dim]building lab {lab.name} ({len(point.plan.nodes)} nodes){where}[/]")
         try:
-            lab.up(check_reachability=True)
+            # a signal stops the build at once, as in `up` (up to 120 s per exec line had
+            # passed before `run` heeded Ctrl-C); the lab removes what it had made
+            with self.signal.armed() if self.signal is not None else contextlib.nullcontext():
+                lab.up(check_reachability=True)
         except LabError as exc:
             reason = f"lab {lab.name} could not be built: {exc}"
             self.broken[point.network] = reason

@@ -216,6 +216,25 @@ def test_a_failing_command_fails_its_run_but_keeps_the_iperf3_numbers_beside_it(
     assert namespaces_of(lab_name) == []
 
 
+def test_ctrl_c_while_run_builds_its_lab_stops_at_once(tmp_path: Path, lab_name: str) -> None:
+    """`run` had heeded Ctrl-C only once the build was done (an exec line may take 120 s);
+    now as `up` does: the partial lab removed, exit 130."""
+    (tmp_path / "slow.clab.yml").write_text(
+        f"name: {lab_name}\ntopology:\n  nodes:\n    a: {{kind: linux, exec: ['sleep 60']}}\n"
+    )
+    path = write(tmp_path, "slow", """\
+        lab: slow.clab.yml
+        measure:
+          - command: {node: a, cmd: "true"}
+        """)  # fmt: skip
+    started = time.monotonic()
+    done = signalled_inside("netrig.lab.programs", "run_line", ["run", path, "--db",
+                            str(tmp_path / "r.db"), "-q"], signal.SIGINT)  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert time.monotonic() - started < 30, "waited for the exec line"
+    assert namespaces_of(lab_name) == []
+
+
 def test_a_server_that_does_not_exist_fails_validation_with_file_line(
     tmp_path: Path, lab_name: str
 ) -> None:
