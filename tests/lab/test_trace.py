@@ -70,13 +70,19 @@ def test_counting_ipv6_flows_under_an_l3_hash_says_what_it_cannot_see(make_lab) 
         assert "label" not in v4.stdout
 
 
+def send_back(lab, at: str, to: str, dst: str):  # type: ignore[no-untyped-def]
+    """AT's route to DST bent back to its neighbour TO; TO's interface toward AT."""
+    facing = next(i for i in lab.plan.nodes[to].ifaces if i.peer == at)
+    via = facing.addrs[0].split("/")[0]
+    lab.exec(at, ["ip", "route", "replace", f"{lab.addr(dst)}/32", "via", via], check=True)
+    return facing
+
+
 @requires_root
 def test_a_routing_loop_is_named_as_soon_as_a_lookup_repeats(make_lab) -> None:  # type: ignore[no-untyped-def]
     """Not after 64 hops as a wall of `n2 → n3 → n2 …`."""
     lab = make_lab({"topology": {"kind": "chain", "nodes": 4}, "routing": {"protocol": "static"}})
-    n2_toward_n3 = next(i for i in lab.plan.nodes["n2"].ifaces if i.peer == "n3")
-    back_to_n2 = n2_toward_n3.addrs[0].split("/")[0]
-    lab.exec("n3", ["ip", "route", "replace", f"{lab.addr('n4')}/32", "via", back_to_n2], check=True)
+    send_back(lab, "n3", "n2", "n4")
     with Tracer(lab.plan) as tracer:
         path = tracer.trace("n1", lab.addr("n4"))
     assert not path.reached and path.error == "a routing loop: n3 → n2 → n3", path
@@ -89,9 +95,7 @@ def test_a_packet_sent_back_to_its_sender_is_named_a_martian(make_lab) -> None: 
     back, and the sender drops its own address coming in (the kernel's EINVAL had been
     printed as a bare 'Invalid argument')."""
     lab = make_lab({"topology": {"kind": "chain", "nodes": 3}, "routing": {"protocol": "static"}})
-    n1_toward_n2 = next(i for i in lab.plan.nodes["n1"].ifaces if i.peer == "n2")
-    back_to_n1 = n1_toward_n2.addrs[0].split("/")[0]
-    lab.exec("n2", ["ip", "route", "replace", f"{lab.addr('n3')}/32", "via", back_to_n1], check=True)
+    n1_toward_n2 = send_back(lab, "n2", "n1", "n3")
     with Tracer(lab.plan) as tracer:
         path = tracer.trace("n1", lab.addr("n3"))
     assert path.nodes() == ["n1", "n2", "n1"] and not path.reached, path
