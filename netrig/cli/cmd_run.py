@@ -185,6 +185,8 @@ def run(
             "interrupted run wrote)",
             EXIT_BAD_INPUT,
         )
+    if not cluster and not os.path.exists(db):
+        _refuse_taken_names(exp)  # a refusal creates nothing, not even the database
     reporter = RichReporter(real_console(err_console), quiet)
     try:
         with ResultStore(db) as store:
@@ -216,6 +218,21 @@ def run(
                 sys.exit(code)
     except StoreError as exc:  # its message names the file
         fail(str(exc), store_exit_code(exc))
+
+
+def _refuse_taken_names(exp: ExperimentPlan) -> None:
+    """BadInput when a lab name of the experiment is up already, asked before a new
+    database is made. (With a database there, the runner asks after it has removed a lab
+    a killed run of that database left behind.)"""
+    from netrig.lab.build import preflight
+    from netrig.lab.ledger import Ledger
+
+    ledger = Ledger()
+    try:
+        for plan in {p.plan.name: p.plan for p in exp.points}.values():
+            preflight(plan, ledger)
+    finally:
+        ledger.close()
 
 
 def _report(

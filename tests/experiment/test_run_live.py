@@ -377,6 +377,11 @@ def test_a_run_killed_with_sigkill_leaves_a_lab_that_resume_removes_first(
     refused = netrig_cli(*args, timeout=60)
     assert refused.returncode == 2 and "is already up" in refused.stderr, refused.stderr
     assert len(namespaces_of(lab_name)) == 2  # `netrig up`'s lab, untouched
+    # refused into a new database: nothing created (an empty file had been left behind)
+    fresh = tmp_path / "fresh.db"
+    other = netrig_cli(*[str(fresh) if a == str(db) else a for a in args], timeout=60)
+    assert other.returncode == 2 and "is already up" in other.stderr, other.stderr
+    assert not fresh.exists()
 
 
 def test_two_experiments_of_different_names_run_side_by_side(tmp_path: Path) -> None:
