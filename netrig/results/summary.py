@@ -174,21 +174,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def point_order(
-    point: Mapping[str, object], order: Mapping[str, list[str]] | None = None
-) -> tuple[tuple[int, float, str], ...]:
-    """Sort key of a sweep point: its values in key order, each by its place in the
-    file's `vary:` list, else numbers by value before text."""
-    key = []
-    for name, value in point.items():
-        listed = (order or {}).get(name, [])
-        if render(value) in listed:
-            key.append((0, float(listed.index(render(value))), ""))
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            key.append((1, float(value), ""))
-        else:
-            key.append((2, 0.0, str(value)))
-    return tuple(key)
+def point_order(point: Mapping[str, object], order: Mapping[str, list[str]]) -> tuple[int, ...]:
+    """Sort key of a sweep point: its values in key order, each by its place in `order`
+    (value_order's, which lists every value of the points it was made from)."""
+    return tuple(order[name].index(render(value)) for name, value in point.items())
 
 
 def _row(
