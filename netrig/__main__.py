@@ -1,5 +1,8 @@
 """The `netrig` command (`entry`) and `python -m netrig`.
 
+`netrig down LAB…` runs without click (netrig.cli.quick); every other command line goes to
+click's group (netrig.cli.group).
+
 Before anything else is imported, `netrig up` with a command line run before starts making
 the namespaces it will need (netrig.rig.ahead), so the kernel works while Python imports
 click and the command.
@@ -14,7 +17,11 @@ def entry() -> None:
             from netrig.rig import ahead
 
             ahead.start(sys.argv[1:])
-        from netrig.cli import main
+        from netrig.cli import quick
+
+        if quick.is_plain_down(sys.argv[1:]):
+            quick.down(sys.argv[1:])
+        from netrig.cli.group import main
 
         main()  # its own handler takes Ctrl-C once the command runs
     except KeyboardInterrupt:  # Ctrl-C while Python loads netrig (or `signal`, before

@@ -48,7 +48,7 @@ def signalled_inside(
     program = (
         "import importlib, os, signal, sys\n"
         f"target = importlib.import_module({module!r})\n"
-        "from netrig.cli import main\n"
+        "from netrig.__main__ import entry\n"
         f"real = target.{function}\n"
         "def hurried(*args, **kwargs):\n"
         f"    for _ in range({times}):\n"
@@ -57,7 +57,7 @@ def signalled_inside(
         "    return real(*args, **kwargs)\n"
         f"target.{function} = hurried\n"
         f"sys.argv = ['netrig', *{args!r}]\n"
-        "main()\n"
+        "entry()  # as the netrig command does (`down LAB` without click, netrig.cli.quick)\n"
     )
     return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=120)  # fmt: skip

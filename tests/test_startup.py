@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import pytest
 
-from netrig import cli as cli_package
+from netrig.cli import group as cli_package
 from tests.conftest import new_lab_name, requires_root
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def test_other_tools_readers_load_for_their_files_only() -> None:
 
 def test_the_command_table_matches_the_command_modules() -> None:
     """cli.COMMANDS names every command of every cmd_ module, with click's short help."""
-    modules = [i.name for i in pkgutil.iter_modules(cli_package.__path__)]
+    modules = [i.name for i in pkgutil.iter_modules(importlib.import_module("netrig.cli").__path__)]
     found: dict[str, tuple[str, str]] = {}
     group = cli_package.cli
     for module in sorted(m for m in modules if m.startswith("cmd_")):
@@ -153,6 +153,66 @@ def test_down_imports_the_lab_core_only() -> None:
     assert "netrig.lab.teardown" in modules
     assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
     assert not {m for m in modules if m.startswith(("netrig.routing", "netrig.plan", "netrig.rig"))}
+
+
+
+def test_down_of_lab_names_loads_neither_click_nor_inspect() -> None:
+    """`netrig down LAB…` is read without click (netrig.cli.quick; click's import is ~15 ms
+    of `down` of 100 nodes, issue 12's goal 0.1 s), nor dataclasses (its inspect, ~7 ms)."""
+    modules = imported("down", new_lab_name(), new_lab_name())
+    assert "netrig.cli.quick" in modules and "netrig.lab.teardown" in modules
+    assert not {"click", "inspect", "dataclasses"} & modules
+
+
+def _netrig_both_ways(
+    *argv: str, state: Path | None = None, before: Callable[[], object] = lambda: None
+) -> list[tuple[int, str, str]]:
+    """(exit code, stdout, stderr) of `netrig ARGV` as the command runs it, and through
+    click's group (netrig.cli.group.main) as every command line ran before the quick path;
+    `before` runs before each."""
+    through_click = (
+        f"import sys; from netrig.cli.group import main; sys.argv = {['netrig', *argv]!r}; main()"
+    )
+    env = {**os.environ, "COLUMNS": "200"}
+    if state is not None:
+        env["NETRIG_STATE_DIR"] = str(state)
+    results = []
+    for python in ([sys.executable, "-m", "netrig", *argv], [sys.executable, "-c", through_click]):
+        before()
+        done = subprocess.run(python, capture_output=True, text=True, env=env, timeout=60)
+        results.append((done.returncode, done.stdout, done.stderr))
+    return results
+
+
+@requires_root
+def test_down_without_click_says_and_exits_as_click_s_command_does(tmp_path: Path) -> None:
+    """The quick path and the click command print the same lines and exit the same way: a
+    lab that is up and removed, a lab that is not up, and a damaged ledger."""
+    from netrig.lab.ledger import Ledger
+
+    name = new_lab_name()
+
+    def record_lab() -> None:  # a lab of no namespace, which each way removes
+        ledger = Ledger(str(tmp_path))
+        ledger.begin_lab(name, 0, None)
+        ledger.close()
+
+    quick, slow = _netrig_both_ways("down", name, "nosuchlab", state=tmp_path, before=record_lab)
+    assert quick == slow
+    assert quick[0] == 0 and quick[1] == f"lab {name}: removed 0 namespaces, 0 processes\n"
+    assert quick[2] == "lab nosuchlab: not up, nothing to remove\n"
+    (tmp_path / "ledger.sqlite").write_bytes(b"this is not an SQLite file\n" * 100)
+    quick, slow = _netrig_both_ways("down", name, state=tmp_path)
+    assert quick == slow and quick[0] == 1 and "cannot be read" in quick[2], quick
+
+
+@pytest.mark.parametrize("argv", [["down", "--help"], ["down", "x", "--cluster"], ["down"]])
+def test_down_with_an_option_or_no_name_is_click_s(argv: list[str]) -> None:
+    """Only names go the quick way: help, an option (here missing its value), or no lab at
+    all are click's, with its usage and its exit codes."""
+    quick, slow = _netrig_both_ways(*argv)
+    assert quick == slow and quick[0] == (0 if "--help" in argv else 2), quick
+    assert ("Usage: netrig down" if quick[0] == 0 else "Error: ") in quick[1] + quick[2]
 
 
 STATIC_RING = "name: {name}\ntopology: {{kind: ring, nodes: 6}}\nrouting: {{protocol: static}}\n"
@@ -256,7 +316,7 @@ def test_an_interrupt_that_comes_out_as_another_error_still_exits_130() -> None:
     (seen in CI: a traceback): an error raised after Ctrl-C ends as Ctrl-C does."""
     program = (
         "import os, signal, sys\n"
-        "import netrig.cli as cli\n"
+        "import netrig.cli.group as cli\n"
         "@cli.cli.command('wraps')\n"
         "def wraps():\n"
         "    try:\n"
@@ -289,7 +349,7 @@ def test_an_interrupt_click_caught_itself_exits_130() -> None:
     program = (
         "import os, signal, sys\n"
         "import click\n"
-        "import netrig.cli as cli\n"
+        "import netrig.cli.group as cli\n"
         "def interrupt():\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
         "    signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the handler runs by here\n"
@@ -324,7 +384,7 @@ def test_the_plugin_loader_stand_in_forwards_what_it_lacks() -> None:
     """The command's stand-in for pydantic's plugin loader finds no plugins, and any other
     name a pydantic version asks of it comes from pydantic's own module."""
     code = (
-        "import sys; from netrig.cli import _NoPydanticPlugins; "
+        "import sys; from netrig.cli.group import _NoPydanticPlugins; "
         "sys.meta_path.insert(0, _NoPydanticPlugins()); "
         "from pydantic.plugin._loader import get_plugins, PYDANTIC_ENTRY_POINT_GROUP; "
         "print(tuple(get_plugins()), PYDANTIC_ENTRY_POINT_GROUP)"

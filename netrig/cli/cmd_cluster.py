@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import console, err_console, reports_errors
+from netrig.cli.group import cli
 
 NAME_OPTION = click.option("--name", default="local", show_default=True,
                            help="Which simulated cluster (several may run side by side).")

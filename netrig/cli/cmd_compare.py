@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, store_exit_code
+from netrig.cli.group import cli
 from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
 
 if TYPE_CHECKING:

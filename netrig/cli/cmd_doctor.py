@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from netrig.cli import cli
+from netrig.cli.group import cli
 from netrig.doctor.declared import declare_plugin_programs
 from netrig.doctor.report import Summary, as_json, summarise
 from netrig.host import features as feat_mod

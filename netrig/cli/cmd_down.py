@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import (
     complete_lab,
     console,
@@ -15,6 +12,8 @@ from netrig.cli.common import (
     reports_errors,
     require_root,
 )
+from netrig.cli.group import cli
+from netrig.cli.removal import after_signal, down_labs
 from netrig.experiment.interrupt import StopSignal
 from netrig.lab.ledger import Ledger
 from netrig.lab.teardown import teardown
@@ -43,29 +42,7 @@ def down(labs: tuple[str, ...], cluster: str | None) -> None:
                 "a host that has left the cluster keeps its part until `netrig clean` runs "
                 "on it (`netrig cluster local down` for a local cluster)")), soft_wrap=True)
         return
-    require_root("down")
-    ledger = Ledger()
-    known = set(ledger.all_lab_names())
-    unknown = [name for name in labs if name not in known]
-    with StopSignal() as stop:  # a removal half done helps nobody: a signal waits for it
-        for name in labs:
-            if name in known:
-                report = teardown(ledger, name)
-                click.echo(  # plain lines: `down` does not wait for rich to import
-                    f"lab {name}: removed {counted(report.namespaces, 'namespace')}, "
-                    f"{counted(report.processes, 'process', 'processes')}"
-                )
-    for name in unknown:  # idempotent: removing what is gone succeeds
-        click.echo(f"lab {name}: not up, nothing to remove", err=True)
-    _after_signal(stop)
-
-
-def _after_signal(stop: StopSignal) -> None:
-    """A signal came while labs were removed: said, and exit 128 + its number, now that
-    they are (SIGTERM had killed `down` midway: 105 of 200 namespaces left, status 'up')."""
-    if stop.requested:
-        click.echo(f"netrig: {stop.name} came while removing; finished removing first", err=True)
-        sys.exit(stop.exit_code)
+    down_labs(labs)
 
 
 @cli.command("clean")
@@ -105,4 +82,4 @@ def clean(labs: tuple[str, ...], force: bool) -> None:
         f"clean: {counted(len(names), 'lab')}, {counted(total_ns, 'namespace')}, "
         f"{counted(total_proc, 'process', 'processes')} removed"
     )
-    _after_signal(stop)
+    after_signal(stop)

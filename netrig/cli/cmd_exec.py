@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import complete_lab, complete_node, reports_errors, require_root
+from netrig.cli.group import cli
 from netrig.lab.runtime import LabRuntime  # not the rig's Lab: no model, YAML or plugin
 
 

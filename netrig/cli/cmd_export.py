@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import console, err_console, fail, reports_errors
+from netrig.cli.group import cli
 
 
 @cli.command("export")

@@ -10,8 +10,8 @@ import time
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import complete_lab, complete_node, console, reports_errors, require_root
+from netrig.cli.group import cli
 from netrig.lab import faults
 from netrig.rig import Lab
 

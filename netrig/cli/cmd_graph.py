@@ -6,7 +6,6 @@ import os
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -15,6 +14,7 @@ from netrig.cli.common import (
     fail,
     reports_errors,
 )
+from netrig.cli.group import cli
 from netrig.plan.model import LabPlan
 
 

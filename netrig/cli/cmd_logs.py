@@ -6,8 +6,8 @@ import os
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import complete_lab, complete_node, console, reports_errors, require_root
+from netrig.cli.group import cli
 from netrig.lab.build import BadInput
 from netrig.lab.ledger import process_alive
 from netrig.rig import Lab

@@ -6,8 +6,8 @@ import json
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import SET_OPTION, console, counted, parse_overrides, reports_errors
+from netrig.cli.group import cli
 
 
 @cli.command("plan")

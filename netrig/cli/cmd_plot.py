@@ -6,8 +6,8 @@ import re
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.cmd_compare import DB_OPTION, CommandError, open_store, reported_errors
+from netrig.cli.group import cli
 
 KINDS = ("line", "box", "cdf", "timeseries")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.cmd_compare import DB_OPTION, open_store, reported_errors
+from netrig.cli.group import cli
 
 
 @cli.command("report")

@@ -11,7 +11,6 @@ import click
 from rich.table import Table
 
 from netrig.base.values import render
-from netrig.cli import cli
 from netrig.cli.common import (
     DB_OPTION,
     EXIT_BAD_INPUT,
@@ -21,6 +20,7 @@ from netrig.cli.common import (
     reports_errors,
     store_exit_code,
 )
+from netrig.cli.group import cli
 from netrig.results.store import ExperimentRecord, ResultStore, Run, StoreError
 
 

@@ -13,7 +13,6 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from netrig.cli import cli
 from netrig.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -28,6 +27,7 @@ from netrig.cli.common import (
     require_root,
     store_exit_code,
 )
+from netrig.cli.group import cli
 from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun, measured
 from netrig.results import summary

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
-from netrig.cli import cli
+from netrig.cli.group import cli
 from netrig.cli.terminal import terminal_width
 
 if TYPE_CHECKING:

@@ -8,8 +8,8 @@ import time
 import click
 from rich.table import Table
 
-from netrig.cli import cli
 from netrig.cli.common import console, reports_errors
+from netrig.cli.group import cli
 from netrig.lab import netns
 from netrig.lab.ledger import STATE_DIR, Ledger
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from netrig.cli import cli
 from netrig.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILURE,
@@ -17,6 +16,7 @@ from netrig.cli.common import (
     reports_errors,
     require_root,
 )
+from netrig.cli.group import cli
 from netrig.lab.daemons import stopped_switches
 from netrig.lab.trace import IPPROTO, Tracer, count_paths
 from netrig.rig import Lab

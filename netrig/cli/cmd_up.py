@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import (
     console,
     counted,
@@ -19,6 +18,7 @@ from netrig.cli.common import (
     reports_errors,
     require_root,
 )
+from netrig.cli.group import cli
 
 if TYPE_CHECKING:
     from rich.table import Table

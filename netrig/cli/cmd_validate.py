@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from netrig.cli import cli
 from netrig.cli.common import (
     SET_OPTION,
     counted,
@@ -14,6 +13,7 @@ from netrig.cli.common import (
     reports_errors,
     without_collector,
 )
+from netrig.cli.group import cli
 
 if TYPE_CHECKING:
     from netrig.plan.model import LabPlan

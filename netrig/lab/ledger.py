@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from netrig.base.sqlitefile import connect_readonly, track, writable_sqlite
 
@@ -45,8 +45,7 @@ CREATE TABLE IF NOT EXISTS objects (
 """
 
 
-@dataclass(frozen=True)
-class LabRecord:
+class LabRecord(NamedTuple):
     name: str
     state: str
     created: float
@@ -60,8 +59,7 @@ class LabRecord:
         return self.starttime is not None and process_alive(self.pid, self.starttime)
 
 
-@dataclass(frozen=True)
-class ObjectRecord:
+class ObjectRecord(NamedTuple):
     id: int
     lab: str
     kind: str

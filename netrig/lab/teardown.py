@@ -14,18 +14,20 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass
 
 from netrig.lab import netns
 from netrig.lab.ledger import Ledger, ObjectRecord, process_alive, process_starttime
 
 
-@dataclass
 class TeardownReport:
-    lab: str
-    namespaces: int = 0
-    processes: int = 0
-    skipped: list[str] | None = None
+    """What a teardown removed (a plain class: dataclasses imports inspect, ~7 ms of every
+    `netrig down`)."""
+
+    def __init__(self, lab: str, skipped: list[str] | None = None) -> None:
+        self.lab = lab
+        self.namespaces = 0
+        self.processes = 0
+        self.skipped = skipped
 
 
 def teardown(ledger: Ledger, lab: str, wait: float = 2.0) -> TeardownReport:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import netrig.cli.cmd_doctor  # noqa: F401  (registers the command)
-from netrig.cli import cli
+from netrig.cli.group import cli
 from netrig.host import features, tools
 from tests.unprivileged import as_nobody, nobody_dir
 

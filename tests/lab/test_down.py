@@ -121,7 +121,7 @@ def test_sigterm_during_down_waits_for_the_removal(make_lab) -> None:  # type: i
     """SIGTERM had killed `down` midway: 105 of 200 namespaces left, the ledger saying 'up'.
     Now the removal finishes, then `down` says so and exits 143."""
     lab = make_lab({"topology": {"kind": "chain", "nodes": 20}}, check=False)
-    done = signalled_inside("netrig.cli.cmd_down", "teardown", ["down", lab.name], signal.SIGTERM)
+    done = signalled_inside("netrig.cli.removal", "teardown", ["down", lab.name], signal.SIGTERM)
     assert done.returncode == 143, done.stderr
     assert "removed 20 namespaces" in done.stdout and "SIGTERM came while removing" in done.stderr
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab.name}-")]

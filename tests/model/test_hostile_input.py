@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from netrig.cli import _register, cli
+from netrig.cli.group import _register, cli
 from netrig.lab import netns
 from netrig.model import yamlmarks
 
