@@ -23,7 +23,7 @@ import shutil
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 DAEMONS_FILE = "daemons.json"
 STOP_GRACE = 5.0  # seconds between SIGTERM and SIGKILL (bird and batmand clean up routes)
+SOCKET_WAIT = 10.0  # seconds a daemon waits for the sockets it needs (start(needs=…))
 RTN_UNICAST = nlwire.RTN_UNICAST
 RTPROT_KERNEL = nlwire.RTPROT_KERNEL  # connected routes the kernel adds: not the protocol's
 RTA_DST, RTA_OIF, RTA_GATEWAY = nlwire.RTA_DST, nlwire.RTA_OIF, nlwire.RTA_GATEWAY
@@ -64,17 +65,41 @@ def write_file(lab: Lab, node: str, name: str, text: str) -> str:
     return path
 
 
-def start(lab: Lab, node: str, name: str, argv: list[str]) -> subprocess.Popen[Any]:
-    """Start daemon NAME in NODE and remember its command line for a later restart."""
+def start(
+    lab: Lab, node: str, name: str, argv: list[str], needs: Sequence[str] | None = None
+) -> subprocess.Popen[Any]:
+    """Start daemon NAME in NODE and remember its command line for a later restart.
+
+    NEEDS: Unix sockets (paths as the host sees them) that must accept connections before
+    the daemon starts, such as FRR's watchfrr, which restarts every daemon it finds not
+    answering as its own (PIDs netrig does not know). They are remembered with the command
+    line, so a restart (`netrig node … start`, a service started again) waits for them as
+    the first start did; None: those remembered, if any."""
     path = os.path.join(lab.node_dir(node), DAEMONS_FILE)
-    known = recorded(lab, node)
-    known[name] = argv
+    known = _records(lab, node)
+    if needs is None:
+        needs = known.get(name, {}).get("needs", [])
+    known[name] = {"argv": argv, "needs": list(needs)}
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(known, fh)
     os.replace(tmp, path)
+    if needs:
+        wait_until(lab, lambda: all(_answers(s) for s in needs), SOCKET_WAIT,
+                   f"{node}: {name} waits for {', '.join(needs)}: nothing answered")  # fmt: skip
     _note(lab, node, name, "started: " + shlex.join(argv))
     return lab.start_daemon(node, argv, name)
+
+
+def _answers(path: str) -> bool:
+    """Something accepts connections on the Unix socket at PATH (a socket file alone may
+    be what a stopped daemon left behind)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def wait_until(lab: Lab, ready: Callable[[], bool], timeout: float, what: str) -> None:
@@ -93,12 +118,21 @@ def wait_until(lab: Lab, ready: Callable[[], bool], timeout: float, what: str) -
 
 def recorded(lab: Lab, node: str) -> dict[str, list[str]]:
     """The daemons start() ran in NODE: name → command line."""
+    return {name: record["argv"] for name, record in _records(lab, node).items()}
+
+
+def _records(lab: Lab, node: str) -> dict[str, dict[str, list[str]]]:
+    """daemons.json: name → {"argv": command line, "needs": sockets}; a lab built before
+    `needs` kept name → command line."""
     try:
         with open(os.path.join(lab.node_dir(node), DAEMONS_FILE)) as fh:
-            data: dict[str, list[str]] = json.load(fh)
+            data: dict[str, Any] = json.load(fh)
     except FileNotFoundError:
         return {}
-    return data
+    return {
+        name: record if isinstance(record, dict) else {"argv": record, "needs": []}
+        for name, record in data.items()
+    }
 
 
 def processes(lab: Lab, node: str | None = None) -> list[ObjectRecord]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import struct
 import threading
 import time
@@ -220,39 +219,9 @@ def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
         if name in alive:
             skipped.append(f"{node}/{name} (pid {alive[name]})")
             continue
-        _wait_for_peers(lab, node, argv)
-        daemons.start(lab, node, name, argv)
+        daemons.start(lab, node, name, argv)  # waiting for what it needs, as at first
         started.append(f"{node}/{name}")
     return started, skipped
-
-
-FRR_SOCKET_WAIT = 10.0  # s: for a restarted FRR daemon's socket
-
-
-def _wait_for_peers(lab: Lab, node: str, argv: list[str]) -> None:
-    """Before FRR's watchfrr starts again, the daemons it watches answer on their sockets,
-    as at the first start (netrig.services.frr): a watchfrr that finds them not yet there
-    restarts them all itself ("watchfrr.sh restart all"), with PIDs netrig does not know,
-    and a later `node … stop` left routing running."""
-    if os.path.basename(argv[0]) != "watchfrr":
-        return
-    run_dir = lab.private_run_dir(node)
-    if run_dir is None:
-        return
-    # answer, not exist: a stopped daemon leaves its socket file behind
-    sockets = [os.path.join(run_dir, "frr", f"{name}.vty") for name in argv[1:]]
-    daemons.wait_until(lab, lambda: all(_answers(s) for s in sockets), FRR_SOCKET_WAIT,
-                       f"{node}: frr daemons did not answer again")  # fmt: skip
-
-
-def _answers(path: str) -> bool:
-    """Something accepts connections on the Unix socket at PATH."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.connect(path)
-        except OSError:
-            return False
-    return True
 
 
 def _no_daemon(lab: Lab, node: str) -> BadInput:

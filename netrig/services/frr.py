@@ -33,7 +33,6 @@ ALWAYS = ("zebra", "staticd")  # as frrcommon.sh: these run whatever the daemons
 KNOWN = ("zebra", "bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "pim6d", "ldpd",
          "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "staticd", "bfdd", "fabricd", "vrrpd",
          "pathd")  # fmt: skip
-SOCKET_TIMEOUT = 10.0
 
 
 class FrrOptions(ServiceOptions):
@@ -89,24 +88,18 @@ class Frr(Service[FrrOptions]):
             os.chown(frr_run, user.pw_uid, user.pw_gid)
         except KeyError:
             pass  # no frr user: the daemons keep running as root
-        for name in names:
+        for name in names:  # zebra first: the others connect to its socket
             argv = [f"{FRR_DIR}/{name}", "--log", "stdout", *opts.get(name, [])]
-            daemons.start(lab, node, f"frr-{name}", argv)
-            if name == "zebra":  # the others connect to zebra's socket
-                self._wait_sockets(lab, node, frr_run, ["zserv.api"])
-        self._wait_sockets(lab, node, frr_run, [f"{n}.vty" for n in names])
-        daemons.start(lab, node, "frr", [f"{FRR_DIR}/watchfrr", *names])
+            needs = [] if name == "zebra" else [os.path.join(frr_run, "zserv.api")]
+            daemons.start(lab, node, f"frr-{name}", argv, needs)
+        # watchfrr restarts, as its own, every daemon it finds not answering on its vty
+        # socket (a restart's old socket files stay): it starts once they all answer
+        vty = [os.path.join(frr_run, f"{n}.vty") for n in names]
+        daemons.start(lab, node, "frr", [f"{FRR_DIR}/watchfrr", *names], vty)
         loaded = lab.exec(node, ["vtysh", "-b"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if loaded.returncode != 0:
             raise LabError(f"{node}: frr: vtysh -b could not load /etc/frr/frr.conf:\n"
                            f"{loaded.stdout.strip()}")  # fmt: skip
-
-    def _wait_sockets(self, lab: Lab, node: str, frr_run: str, names: list[str]) -> None:
-        def missing() -> list[str]:
-            return [n for n in names if not os.path.exists(os.path.join(frr_run, n))]
-
-        daemons.wait_until(lab, lambda: not missing(), SOCKET_TIMEOUT,
-                           f"{node}: frr: no {', '.join(missing())}")  # fmt: skip
 
     def ready(self, lab: Lab, node: str, options: FrrOptions, pid: int) -> bool:
         return True  # start() returns once every daemon answers and frr.conf is loaded
