@@ -236,3 +236,17 @@ def test_doctor_as_nobody_reports_root_missing_without_a_traceback(nobody_dir: P
     doc = json.loads(result.stdout)
     assert doc["ok"] is False
     assert doc["tools"]["root"]["found"] is False and "root" in doc["tools"]["root"]["fix"]
+
+
+def test_doctor_as_nobody_tries_no_feature_and_says_to_run_it_as_root(nobody_dir: Path) -> None:
+    """As nobody, every kernel feature had been tried and said EPERM (34 rows), and the
+    summary read "CORE MISSING … no labs possible" of a host that can build labs."""
+    table = as_nobody("doctor", cwd=nobody_dir)
+    assert table.returncode == 1 and "Traceback" not in table.stderr, table.stderr
+    assert "EPERM" not in table.stdout and "CORE MISSING" not in table.stdout
+    assert "not root:" in table.stdout and "NOT ROOT: labs need root" in table.stdout
+    assert "`sudo netrig doctor` tries them" in table.stdout
+    assert "Tools, Python packages, privileges" in table.stdout  # tools are still checked
+    doc = json.loads(as_nobody("doctor", "--json", "--only", "veth,iperf3", cwd=nobody_dir).stdout)
+    assert doc["root"] is False and doc["features"] == {} and doc["features_not_tried"] == ["veth"]
+    assert doc["tools"]["iperf3"]["found"] is True

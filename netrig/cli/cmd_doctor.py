@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -104,11 +105,20 @@ def doctor(as_json_flag: bool, only: tuple[str, ...]) -> None:
       netrig doctor --only netem,htb     just these (features or tools)
       netrig doctor --json | jq .cannot  machine-readable
 
-    Exit status: 0 when the core works (root, network namespaces, veth), 1 otherwise,
-    2 for an unknown --only name.
+    As another user than root, kernel features are not tried (making a namespace needs
+    root): tools are checked, and the summary says to run `sudo netrig doctor`.
+
+    Exit status: 0 when the core works (root, network namespaces, veth), 1 otherwise
+    (also when not run as root), 2 for an unknown --only name.
     """
     declare_plugin_programs()
     feature_names, tool_names = _split_only(only)
+    not_tried = []
+    if os.geteuid() != 0 and feature_names != []:
+        # each feature is tried in a scratch namespace, which only root may make: as
+        # another user every try would only say EPERM (34 rows of it)
+        not_tried = feature_names or list(feat_mod.FEATURES)
+        feature_names = []
     start = time.perf_counter()
     features = probe_features(feature_names) if feature_names != [] else {}
     tools = probe_tools(tool_names) if tool_names != [] else {}
@@ -116,10 +126,16 @@ def doctor(as_json_flag: bool, only: tuple[str, ...]) -> None:
     seconds = time.perf_counter() - start
     if as_json_flag:
         doc = as_json(features, tools, summary, seconds)
+        if not_tried:
+            doc["features_not_tried"] = not_tried
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
         # a pipe or CI log gets a wide table rather than rich's 80-column default
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        if not_tried:
+            console.print(f"[yellow]not root:[/] the kernel's features ({len(not_tried)}) were "
+                          "not tried: each is tried in a throwaway namespace, which only root "
+                          "may make; `sudo netrig doctor` tries them")
         if features:
             console.print(_features_table(features))
         if tools:

@@ -67,6 +67,7 @@ class Summary:
     """The verdict: can netrig run at all here, and the refusals and degradations in words."""
 
     ok: bool  # root, namespaces and veth: the core every lab needs
+    root: bool = True  # run as root; else no kernel feature was tried (each needs root)
     cannot: list[str] = field(default_factory=list)  # one sentence per refusal
     degrades: list[str] = field(default_factory=list)
     cannot_names: list[str] = field(default_factory=list)  # the features/tools behind them
@@ -74,7 +75,13 @@ class Summary:
 
     def line(self) -> str:
         """One line for the end of the report."""
-        core = "core OK" if self.ok else "CORE MISSING (root, netns or veth): no labs possible"
+        if not self.root:
+            core = ("NOT ROOT: labs need root; the kernel's features were not tried "
+                    "(`sudo netrig doctor` tries them)")
+        elif self.ok:
+            core = "core OK"
+        else:
+            core = "CORE MISSING (root, netns or veth): no labs possible"
         cannot = ", ".join(self.cannot_names) or "nothing"
         degraded = ", ".join(self.degraded_names) or "nothing"
         return f"{core} — cannot: {cannot}; degraded: {degraded}"
@@ -97,7 +104,7 @@ def summarise(
     features: Mapping[str, FeatureResult], tools: Mapping[str, ToolResult]
 ) -> Summary:
     """Turn results into sentences; substitutes are probed (cached) even if not listed."""
-    out = Summary(core_ok())
+    out = Summary(core_ok(), root=os.geteuid() == 0)
     told: set[str] = set()  # substitutes already named in a refusal
     for feat in features.values():
         if feat.present:
@@ -146,6 +153,7 @@ def as_json(
     return {
         "format": FORMAT_VERSION,
         "ok": summary.ok,
+        "root": summary.root,  # false: no kernel feature was tried (each needs root)
         "seconds": round(seconds, 3),
         "host": host_facts(),
         "features": {name: res.to_dict() for name, res in features.items()},
