@@ -8,6 +8,7 @@ import sys
 from typing import IO, Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from netrig.base.values import render
@@ -77,7 +78,7 @@ def list_(db: str) -> None:
         for e in store.experiments():
             table.add_row(
                 str(e.id),
-                e.name,
+                escape(e.name),
                 e.started.strftime("%Y-%m-%d %H:%M:%S"),
                 e.status,
                 _counts(store.runs(e.id)),
@@ -108,7 +109,7 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
     facts = e.host_facts
     ended = e.ended.strftime("%H:%M:%S") if e.ended else "-"
     console.print(
-        f"[bold]experiment {e.id}[/] {e.name}: {e.status}, started "
+        f"[bold]experiment {e.id}[/] {escape(e.name)}: {e.status}, started "
         f"{e.started:%Y-%m-%d %H:%M:%S} UTC, ended {ended}; file hash {e.file_hash[:12]}",
         soft_wrap=True,
         highlight=False,
@@ -129,7 +130,8 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
         point = ", ".join(f"{k}={render(v)}" for k, v in run.point.items()) or "-"
         duration = f"{run.duration:.2f}" if run.duration is not None else "-"
         table.add_row(
-            f"r{run.id}", point, str(run.repetition), run.status, duration, run.reason or ""
+            f"r{run.id}", escape(point), str(run.repetition), run.status, duration,
+            escape(run.reason or ""),
         )
     console.print(table)
     print_summary(store, e.id, "summary", all_metrics)
@@ -155,13 +157,13 @@ def _show_run(store: ResultStore, run_id: int) -> None:
     point = ", ".join(f"{k}={render(v)}" for k, v in run.point.items()) or "-"
     duration = f"{run.duration:.2f} s" if run.duration is not None else "-"
     console.print(
-        f"[bold]run r{run.id}[/] of experiment {e.id} {e.name}: point {point}, "
+        f"[bold]run r{run.id}[/] of experiment {e.id} {escape(e.name)}: point {escape(point)}, "
         f"repetition {run.repetition}, [bold]{run.status}[/], {duration}",
         soft_wrap=True,
         highlight=False,
     )
     if run.reason:
-        console.print(f"reason: {run.reason}", soft_wrap=True, highlight=False)
+        console.print(f"reason: {run.reason}", soft_wrap=True, highlight=False, markup=False)
     samples = store.samples(run.id)
     if run.failed_measurements:
         kept = sorted({name for name, _ in samples} - set(run.failed_measurements))
@@ -184,12 +186,12 @@ def _show_run(store: ResultStore, run_id: int) -> None:
         if s.t is not None:
             intervals += 1
             continue
-        table.add_row(name, s.metric, s.stream or "", f"{s.value:.6g}", s.unit)
+        table.add_row(escape(name), s.metric, escape(s.stream or ""), f"{s.value:.6g}", s.unit)
     console.print(table)
     if intervals:
         console.print(f"{intervals} interval samples (netrig results export for all of them)")
     for name, label, text in store.outputs(run.id):
-        console.print(f"[bold]{name} {label}[/]:", highlight=False)
+        console.print(f"[bold]{escape(name)} {escape(label)}[/]:", highlight=False)
         console.out(text.rstrip(), highlight=False)
     if run.stderr:
         console.print("[bold]stderr[/]:")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from netrig.cli.common import (
@@ -41,8 +42,6 @@ def _list_measurements(ctx: click.Context, _param: click.Parameter, value: bool)
     """--measurements: every plugin's options, from its model (so it cannot go stale)."""
     if not value or ctx.resilient_parsing:
         return
-    from rich.markup import escape
-
     from netrig import measure
 
     for name, cls in sorted(measure.load_plugins().items()):
@@ -247,7 +246,7 @@ def _report(
     if outcome.signal:
         err_console.print(
             f"[yellow]interrupted ({outcome.signal})[/]: {stored} of {total} runs stored, the lab "
-            f"removed; continue with: {resume_command}",
+            f"removed; continue with: {escape(resume_command)}",  # --set 'lb=[pen,haproxy]'
             soft_wrap=True,
         )
         return 128 + signal.Signals[outcome.signal]  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
@@ -255,8 +254,9 @@ def _report(
         last = f"the last point that worked: {outcome.last_ok or 'none'}"
         if outcome.stopped_at:
             err_console.print(
-                f"[yellow]stopped at the first failure[/] ({outcome.stopped_at}); {last} "
-                f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
+                f"[yellow]stopped at the first failure[/] ({escape(outcome.stopped_at)}); "
+                f"{escape(last)} (see `netrig results show {outcome.experiment_id} --db "
+                f"{escape(db)}`)",
                 soft_wrap=True,
             )
             return 0  # the limit was found: that is the experiment's result, not an error
@@ -264,13 +264,13 @@ def _report(
     if outcome.failed:
         err_console.print(
             f"[red]{outcome.failed} of {outcome.ok + outcome.failed} runs failed[/] "
-            f"(see `netrig results show {outcome.experiment_id} --db {db}`)",
+            f"(see `netrig results show {outcome.experiment_id} --db {escape(db)}`)",
             soft_wrap=True,
         )
         return EXIT_FAILURE
     if not quiet:
         err_console.print(
-            f"[green]{counted(stored, 'run')} stored[/] in {db} (experiment "
+            f"[green]{counted(stored, 'run')} stored[/] in {escape(db)} (experiment "
             f"{outcome.experiment_id}; {counted(outcome.labs_built, 'lab build')})",
             soft_wrap=True,
         )
@@ -288,7 +288,7 @@ def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:
         table.add_column(column)
     for point in exp.points:
         table.add_row(
-            point.label,
+            escape(point.label),
             str(len(point.plan.nodes)),
             str(len(point.plan.links)),
             str(point.plan.route_count()),
@@ -337,8 +337,8 @@ def print_summary(
         metric = summary.metric_label(row.measurement, row.metric) if several else row.metric
         metric += f" ({unit})" if unit else ""
         table.add_row(
-            label,
-            metric.strip() or "(no data)",
+            escape(label),
+            escape(metric.strip()) or "(no data)",
             str(row.n),
             failed,
             summary.fmt(row.median, factor),
@@ -363,7 +363,7 @@ def print_summary(
         if run.status == "failed" and run.reason:
             reasons[run.reason] = reasons.get(run.reason, 0) + 1
     for reason, count in list(reasons.items())[:5]:
-        console.print(f"[red]failed[/] ×{count}: {reason}", soft_wrap=True, highlight=False)
+        console.print(f"[red]failed[/] ×{count}: {escape(reason)}", soft_wrap=True, highlight=False)
 
 
 def _resume_command(

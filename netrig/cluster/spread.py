@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.markup import escape
+
 from netrig.base.sample import MeasurementFailed
 from netrig.cluster import labs, nodeops, parts
 from netrig.cluster.host import FACTS_KEY
@@ -348,7 +350,7 @@ class SpreadSession(_Session):
         except LabError as exc:
             reason = f"lab {point.plan.name} could not be built across hosts: {exc}"
             self.broken[point.network] = reason
-            self.say.note(reason)
+            self.say.note(escape(reason))
             return reason
         finally:
             self.outcome.lab_seconds += time.perf_counter() - t0
@@ -444,6 +446,9 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
             session = SpreadSession(exp, store, say, outcome, client, address, hosts, pins)
             try:
                 session.run_all(todo, stop)
+            except BaseException:
+                outcome.unfinished = True  # stored as interrupted (resumable), never as ok
+                raise
             finally:
                 session.close()
                 close_experiment(store, outcome, stop, say)

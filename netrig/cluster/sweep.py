@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from rich.markup import escape
+
 from netrig.cluster import blocks, tasks
 from netrig.cluster.host import FACTS_KEY, RESOURCE
 from netrig.experiment.interrupt import StopSignal
@@ -343,7 +345,7 @@ def _store(exp: ExperimentPlan, store: HostResultStore, future: Any, flight: _Fl
         outcome.last_ok = point.label
     if report.status == "failed" and exp.stop_on_failure:
         outcome.stopped_at = point.label
-        say.note(f"stopped at the first failure ({point.label}): {report.reason}")
+        say.note(escape(f"stopped at the first failure ({point.label}): {report.reason}"))
         return False
     if report.status == "interrupted":
         outcome.signal = outcome.signal or "SIGINT"

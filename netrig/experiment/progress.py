@@ -8,6 +8,7 @@ CI), there is no bar: each finished run is one plain line instead.
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -64,16 +65,16 @@ class RichReporter:
             if run.warmup
             else f"rep {run.repetition}/{exp.repeat}"
         )
-        label = f" · {point.label}" if exp.vary else ""
+        label = f" · {escape(point.label)}" if exp.vary else ""  # a value may hold [brackets]
         self.progress.update(self.task, description=f"{exp.name}{label} · {what}")
 
     def run_ended(self, exp: ExperimentPlan, run: PlannedRun, status: str, reason: str | None) -> None:
         self.done += 1
         point = exp.points[run.point]
         kind = "warm-up" if run.warmup else "run"
-        where = f"{point.label} " if exp.vary else ""
-        if status != "ok":
-            self.note(f"[red]✘[/] {kind} {where}rep {run.repetition} {status}: {reason}")
+        where = f"{escape(point.label)} " if exp.vary else ""
+        if status != "ok":  # a tool's words, as they are (haproxy's "[/etc/…:11]" is no markup)
+            self.note(f"[red]✘[/] {kind} {where}rep {run.repetition} {status}: {escape(str(reason))}")
         elif self.progress is None and not self.quiet:
             self.note(f"[{self.done}/{self.total}] {kind} {where}rep {run.repetition}: ok")
         if self.progress is not None and self.task is not None:

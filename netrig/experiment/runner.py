@@ -34,6 +34,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from rich.markup import escape
+
 from netrig import measure
 from netrig.base.sample import MeasurementFailed, Sample
 from netrig.experiment import disruption
@@ -133,6 +135,7 @@ class Outcome:
     signal: str = ""
     stopped_at: str = ""  # stop_on_failure: the sweep point whose run failed first
     last_ok: str = ""  # the newest sweep point whose run succeeded
+    unfinished: bool = False  # an error (not a failed run) ended the sweep before its end
     run_ids: list[int] = field(default_factory=list)
 
 
@@ -346,6 +349,9 @@ def run_experiment(
         session = _Session(exp, store, say, outcome, ledger)
         try:
             session.run_all(todo, stop)
+        except BaseException:
+            outcome.unfinished = True  # stored as interrupted (resumable), never as ok
+            raise
         finally:
             session.close()
             close_experiment(store, outcome, stop, say)
@@ -407,8 +413,8 @@ def close_experiment(
 
 
 def _final_status(store: ResultStore, eid: int, outcome: Outcome) -> str:
-    if outcome.signal:
-        return "interrupted"
+    if outcome.signal or outcome.unfinished:
+        return "interrupted"  # runs are missing: `--resume` does them
     if outcome.stopped_at and outcome.last_ok:  # stop_on_failure found its limit, the
         return "ok"  # experiment's result (`run` exits 0; `results list` had said failed)
     # an interrupted run that a resume ran again does not make the experiment unfinished
@@ -502,7 +508,8 @@ class _Session:
         t0 = time.perf_counter()
         lab = Lab(point.plan, self.ledger)
         where = f" for {point.label}" if point.values else ""
-        self.say.note(f"[dim]building lab {lab.name} ({len(point.plan.nodes)} nodes){where}[/]")
+        self.say.note(f"[dim]building lab {lab.name} ({len(point.plan.nodes)} nodes)"
+                      f"{escape(where)}[/]")
         try:
             # a signal stops the build at once, as in `up` (up to 120 s per exec line had
             # passed before `run` heeded Ctrl-C); the lab removes what it had made
@@ -511,7 +518,7 @@ class _Session:
         except LabError as exc:
             reason = f"lab {lab.name} could not be built: {exc}"
             self.broken[point.network] = reason
-            self.say.note(reason)
+            self.say.note(escape(reason))  # the kernel's or a tool's words, no markup
             return reason
         finally:
             self.outcome.lab_seconds += time.perf_counter() - t0
@@ -606,7 +613,7 @@ class _Session:
             self.lab.wait_converged("after the events were undone")
         except LabError as exc:
             self.say.note(
-                f"lab {self.lab.name} did not heal after the events ({exc}); rebuilding it"
+                escape(f"lab {self.lab.name} did not heal after the events ({exc}); rebuilding it")
             )
             self._down()
 

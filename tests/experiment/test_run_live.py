@@ -296,11 +296,14 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
     )
     db = tmp_path / "r.db"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q", "--repeat", "2"],
+        # a list value in --set: rich had read "[1,2]" in the printed hint as markup (its
+        # `--set 'p='` then failed when pasted)
+        [sys.executable, "-m", "netrig", "run", path, "--db", str(db), "-q", "--repeat", "2",
+         "--set", "p=[1,2]"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while not stored_runs(db) and time.monotonic() < deadline and proc.poll() is None:
@@ -314,6 +317,7 @@ def test_sigint_stops_cleanly_keeps_finished_runs_and_resume_finishes(
     assert proc.returncode == 130, stderr
     hint = stderr.split("continue with: ", 1)[1].split("\n", 1)[0].strip()
     assert hint.startswith("netrig run ") and "--repeat 2" in hint, hint
+    assert "--set 'p=[1,2]'" in hint, hint
     assert namespaces_of(lab_name) == []
     runs = stored_runs(db)
     assert [s for s, _ in runs] == ["ok", "interrupted"]
@@ -560,6 +564,72 @@ def test_resume_into_a_database_that_does_not_exist_creates_nothing(
 
 
 @requires_tool("ping")
+def test_brackets_in_a_tool_s_words_and_in_values_are_printed_as_they_are(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """haproxy's "[ALERT] … [/run/…/haproxy.cfg:11]" in a failure reason had crashed `run`
+    (rich read it as a closing tag) after its first run, leaving the experiment "ok"; `[x]`
+    in a value or a reason vanished from every line."""
+    said = "[bold]boom[/bold] list=[a,b] [/x]"
+    path = write(tmp_path, "brackets", f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 2}}
+        vary: {{tag: ["[x]", "[/]"]}}
+        measure:
+          - command: {{node: n1, cmd: "echo '{said} {{tag}}' >&2; exit 3"}}
+        """)  # fmt: skip
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in printed, printed
+    for tag in ("[x]", "[/]"):
+        assert f"run tag={tag} rep 1 failed: command exited with 3: {said} {tag}" in printed
+        assert f"failed ×1: command exited with 3: {said} {tag}" in done.stdout
+        assert f"  tag={tag}  " in done.stdout  # the summary's point column
+    shown = netrig_cli("results", "show", lab_name, "--db", db, env={**os.environ,
+                       "COLUMNS": "300"})  # fmt: skip
+    assert shown.returncode == 0 and f"{said} [/]" in shown.stdout, shown.stdout + shown.stderr
+    with ResultStore(db) as store:
+        assert [e.status for e in store.experiments()] == ["failed"]
+
+
+def test_an_error_that_ends_a_sweep_early_leaves_it_resumable_not_ok(
+    tmp_path: Path, lab_name: str
+) -> None:
+    """An error in netrig itself (here: its progress display) stopped the sweep after its
+    first run, and the experiment was stored "ok": `--resume` said it had finished."""
+
+    class BrokenDisplay:
+        def begin(self, *args: object) -> None: ...
+        def run_started(self, *args: object) -> None: ...
+        def note(self, message: str) -> None: ...
+        def end(self) -> None: ...
+
+        def run_ended(self, *args: object) -> None:
+            raise RuntimeError("the display broke")
+
+    path = write(tmp_path, "early", f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 2}}
+        measure:
+          - command: {{node: n1, cmd: "true"}}
+        repeat: 3
+        """)  # fmt: skip
+    exp = load_experiment(path)
+    with ResultStore(tmp_path / "r.db") as store:
+        with pytest.raises(RuntimeError, match="the display broke"):
+            run_experiment(exp, store, reporter=BrokenDisplay())  # type: ignore[arg-type]
+        (e,) = store.experiments()
+        stored = len(store.runs(e.id))  # (the display hears of a run before it is stored)
+        assert e.status == "interrupted" and stored < 3
+    assert namespaces_of(lab_name) == []
+    resumed = netrig_cli("run", path, "--resume", "--db", str(tmp_path / "r.db"))
+    assert resumed.returncode == 0, resumed.stderr
+    with ResultStore(tmp_path / "r.db") as store:
+        (e,) = store.experiments()  # the same experiment, finished
+        assert e.status == "ok" and [r.status for r in store.runs(e.id)] == ["ok"] * 3
+
+
 def test_a_run_on_a_terminal_shows_its_progress_bar(tmp_path: Path) -> None:
     """On a terminal (as typed in a shell, not piped) rich draws a progress bar, which
     enters the console: netrig's lazy console stand-in did not forward that, and every
