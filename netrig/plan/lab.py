@@ -576,9 +576,12 @@ def _assign_addresses(
         order = sorted(range(len(segments)), key=lambda k: _block_size(segments[k], v4) != 2)
         for k in order:
             seg = segments[k]
-            if seg.explicit:
+            if seg.explicit and _written_in(seg, pool.version):
                 _explicit_segment(graph, nodes, seg, networks[k], pool.version, problems, auto)
                 continue
+            # a link whose file gives addresses of the other family only gets this one's
+            # from the pool, as any link (left without, a node's IPv6 loopback was routed
+            # over it: a loop, and `up` failed its check after 10 s)
             if not auto:
                 continue
             size = _block_size(seg, v4)
@@ -611,6 +614,16 @@ def _assign_addresses(
     return networks
 
 
+def _written_in(seg: _Segment, version: int) -> bool:
+    """The file gives some port of the segment an address of this IP version."""
+    assert seg.explicit is not None
+    return any(
+        ip_network(cidr, strict=False).version == version
+        for given in seg.explicit.values()
+        for cidr in given
+    )
+
+
 def _block_size(seg: _Segment, v4: bool) -> int:
     count = len(seg.members) * (1 + seg.aliases)
     if count <= 2 and not seg.broadcast:
@@ -633,22 +646,22 @@ def _explicit_segment(
     assert seg.explicit is not None
     nets = set()
     for member in seg.members:
-        given = seg.explicit.get(member)
-        if given is None and not auto:
+        given = [
+            c for c in seg.explicit.get(member, []) if ip_network(c, strict=False).version == version
+        ]
+        if not given and not auto:
             continue
-        if given is None:
+        if not given:
             problems.append(
                 Problem(
                     graph.where(("links",)),
-                    f"{member[0]}:{member[1]} has no explicit address but shares a subnet with "
-                    "ports that do; give addresses to every end or to none",
+                    f"{member[0]}:{member[1]} has no explicit IPv{version} address but shares a "
+                    "subnet with ports that do; give addresses to every end or to none",
                 )
             )
             return
         for cidr in given:
             iface_net = ip_network(cidr, strict=False)
-            if iface_net.version != version:
-                continue
             nets.add(iface_net)
             nodes[member[0]].port_addrs(member[1]).append(cidr)
     if len(nets) > 1 and not auto:  # the file's own addressing: several subnets may share

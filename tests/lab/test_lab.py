@@ -294,3 +294,19 @@ def test_labs_whose_namespace_names_collide_are_told_apart(tmp_path, lab_name) -
         late.up()
     assert not [ns for ns in netns.list_names() if ns.startswith(f"{lab_name}-")]
     assert ledger.lab(f"{lab_name}-a") is None
+
+
+def test_a_link_given_ipv4_only_carries_ipv6_too(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """A link whose file gave IPv4 addresses only had no IPv6: its node's IPv6 loopback was
+    routed round a loop and `up` failed its check (every pair, both families)."""
+    lab = make_lab({
+        "nodes": [{"name": n} for n in ("r1", "r2", "r3", "pc1", "pc2")],
+        "links": [
+            {"a": "r1", "b": "r2"}, {"a": "r2", "b": "r3"}, {"a": "r3", "b": "r1", "cost": 10},
+            {"a": "pc1", "b": "r1", "a_addr": "192.0.2.10/24", "b_addr": "192.0.2.1/24"},
+            {"a": "pc2", "b": "r3"},
+        ],
+    })  # fmt: skip
+    assert lab.check_result is not None and lab.check_result.pairs == 5 * 4 * 2
+    ping = lab.exec("pc2", ["ping", "-6", "-c1", "-W2", lab.addr("pc1", 6)], capture_output=True)
+    assert ping.returncode == 0, ping.stdout + ping.stderr

@@ -388,7 +388,7 @@ def test_small_mistakes_are_said_once_and_plainly() -> None:
         links:
           - {a: n1, b: n2, a_addr: 198.18.0.1/24}
         """) == [
-        "lab.yaml:4:3: n2:eth0 has no explicit address but shares a subnet with ports that "
+        "lab.yaml:4:3: n2:eth0 has no explicit IPv4 address but shares a subnet with ports that "
         "do; give addresses to every end or to none"
     ]
     # "(did you mean 'n1'?)" of n1 itself

@@ -92,3 +92,45 @@ def test_ipv6_off() -> None:
     plan = plan_of("name: r\ntopology: {kind: pair}\naddressing: {ipv6: false}\n")
     assert all(":" not in a for n in plan.nodes.values() for i in n.ifaces for a in i.addrs)
     assert plan.addr("n2") == "198.18.0.2"
+
+
+TRIANGLE_WITH_A_V4_LINK = (
+    "name: t\nnodes: [{name: r1}, {name: r2}, {name: r3}, {name: pc1}, {name: pc2}]\n"
+    "links:\n  - {a: r1, b: r2}\n  - {a: r2, b: r3}\n  - {a: r3, b: r1, cost: 10}\n"
+    "  - {a: pc1, b: r1, a_addr: 192.0.2.10/24, b_addr: 192.0.2.1/24}\n  - {a: pc2, b: r3}\n"
+)
+
+
+def test_a_link_given_ipv4_only_gets_its_ipv6_from_the_pool() -> None:
+    """pc1's one link had no IPv6 while pc1 got an IPv6 loopback: r2 routed it via r1 and
+    r1 its /48 via r2, a loop, and `up` failed its check after 10 s."""
+    plan = plan_of(TRIANGLE_WITH_A_V4_LINK)
+    pc1 = plan.nodes["pc1"].iface("eth0").addrs
+    r1 = plan.nodes["r1"].iface("eth2").addrs
+    assert pc1[0] == "192.0.2.10/24" and r1[0] == "192.0.2.1/24"
+    (v6_pc1,) = [a for a in pc1 if ":" in a]
+    (v6_r1,) = [a for a in r1 if ":" in a]
+    assert ip_interface(v6_pc1).network == ip_interface(v6_r1).network
+    assert ip_interface(v6_pc1).network.subnet_of(ip_network("2001:2::/48"))
+    # (tests/lab/test_lab.py builds it: every pair talks, both families)
+
+
+def test_the_other_way_round_a_link_given_ipv6_only_gets_ipv4() -> None:
+    plan = plan_of(
+        "name: e\ntopology: {kind: pair}\n"
+        "links:\n  - {a: n1, b: n2, a_addr: '2001:db8::1/64', b_addr: '2001:db8::2/64'}\n"
+    )
+    addrs = plan.nodes["n1"].iface("eth0").addrs
+    assert "2001:db8::1/64" in addrs and any(ip_interface(a).version == 4 for a in addrs)
+
+
+def test_a_segment_with_ipv6_on_some_ports_only_is_refused() -> None:
+    import pytest
+
+    from netrig.model.problems import SpecError
+
+    with pytest.raises(SpecError, match="n2:eth0 has no explicit IPv6 address"):
+        plan_of(
+            "name: e\ntopology: {kind: pair}\nlinks:\n  - {a: n1, b: n2, "
+            "a_addr: [192.0.2.1/24, '2001:db8::1/64'], b_addr: 192.0.2.2/24}\n"
+        )
