@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from netrig.lab import netns
-from netrig.lab.run import ETC_VIEWS, VAR_TMP, etc_views
+from netrig.lab.run import ETC_VIEWS, VAR_TMP, etc_views, node_dir_mount_point
 
 
 def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object]]) -> None:
@@ -40,7 +40,13 @@ def enter(ns_path: str, private_run: str | None, binds: Sequence[Sequence[object
         ):
             with contextlib.suppress(OSError):
                 netns.mount(var_tmp, "/var/tmp", None, netns.MS_BIND)
-        netns.mount(private_run, "/run", None, netns.MS_BIND)
+        # the node's own directory (its config files) stays at its path when that lies
+        # under /run, which private_run now hides (as netrig_nsexec.c does)
+        point = node_dir_mount_point(private_run)
+        if point is not None and os.path.isdir(point):
+            with contextlib.suppress(OSError):
+                netns.mount(os.path.dirname(private_run), point, None, netns.MS_BIND)
+        netns.mount(private_run, "/run", None, netns.MS_BIND | netns.MS_REC)
         for name in views:  # /run is the node's now: its etc/NAME is at /run/etc/NAME
             netns.mount(f"/run/{ETC_VIEWS}/{name}", f"/etc/{name}", None, netns.MS_BIND)
     view = os.path.join(os.path.dirname(private_run), "view") if private_run else None

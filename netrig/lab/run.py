@@ -36,6 +36,16 @@ ETC_VIEWS = "etc"  # folder of the private run directory whose folders replace t
 VAR_TMP = "var-tmp"  # beside a node's private /run: its /var/tmp (FRR leaves crash buffers)
 
 
+def node_dir_mount_point(private_run: str) -> str | None:
+    """Where, inside a node's private run directory, its node directory (the folder that
+    holds it and the node's config files) is bound so that it keeps its path once the run
+    directory is the node's /run; None when that path is not under /run (nothing hides it)."""
+    node_dir = os.path.dirname(os.path.normpath(private_run))
+    if not node_dir.startswith("/run/"):
+        return None
+    return os.path.join(private_run, node_dir.removeprefix("/run/"))
+
+
 def etc_views(private_run: str) -> list[str]:
     """The folders of /etc the node has its own of (under its private run directory)."""
     try:

@@ -127,6 +127,9 @@ class LabRuntime:
         path = os.path.join(self.node_dir(node), "run")
         if not os.path.isdir(path):
             os.makedirs(path, exist_ok=True)
+            point = run.node_dir_mount_point(path)  # where its config files stay in sight
+            if point is not None:
+                os.makedirs(point, exist_ok=True)
             # its /var/tmp, as the host's: anyone may write, only the owner removes
             var_tmp = os.path.join(self.node_dir(node), run.VAR_TMP)
             os.makedirs(var_tmp, exist_ok=True)

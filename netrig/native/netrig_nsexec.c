@@ -4,7 +4,8 @@
 //
 // Enters the network namespace mounted at NSPATH, unshares a mount namespace that does not
 // propagate back to the host, mounts a sysfs that shows the node's devices, bind-mounts
-// RUNDIR over /run and RUNDIR/../var-tmp (if there) over /var/tmp (unless "-"), then execs
+// RUNDIR over /run and RUNDIR/../var-tmp (if there) over /var/tmp (unless "-"), keeping
+// RUNDIR/.. at its path if it lies under /run (see below), then execs
 // PROGRAM (an absolute path: the caller resolves
 // it, so "command not found" is reported in the caller, as subprocess does).
 //
@@ -62,7 +63,21 @@ int main(int argc, char **argv)
 		if (n > 0 && (size_t)n < sizeof var_tmp && access(var_tmp, F_OK) == 0 &&
 		    lstat("/var/tmp", &host) == 0 && S_ISDIR(host.st_mode))
 			(void)mount(var_tmp, "/var/tmp", NULL, MS_BIND, NULL);
-		if (mount(run_dir, "/run", NULL, MS_BIND, NULL) != 0)
+		// the node's own directory (RUNDIR/..: its daemons' and services' config files)
+		// stays at its path when that lies under /run, which RUNDIR now hides: bound on
+		// the mount point the lab made for it inside RUNDIR, which comes along (MS_REC)
+		// (nginx in an FRR-routed lab could not open its nginx.conf)
+		char node_dir[4096], point[8192];
+		n = snprintf(node_dir, sizeof node_dir, "%s", run_dir);
+		char *slash = n > 0 && (size_t)n < sizeof node_dir ? strrchr(node_dir, '/') : NULL;
+		if (slash != NULL) {
+			*slash = '\0';
+			n = snprintf(point, sizeof point, "%s/%s", run_dir, node_dir + 5);
+			if (strncmp(node_dir, "/run/", 5) == 0 && n > 0 && (size_t)n < sizeof point &&
+			    access(point, F_OK) == 0)
+				(void)mount(node_dir, point, NULL, MS_BIND, NULL);
+		}
+		if (mount(run_dir, "/run", NULL, MS_BIND | MS_REC, NULL) != 0)
 			return fail("bind-mount /run from", run_dir);
 	}
 	execv(argv[3], argv + 3);

@@ -202,3 +202,21 @@ vary: {{c: [1, 4]}}
         assert "requests_per_s" not in kept and "transfer" not in kept, kept  # never 0 req/s
         assert kept.get("requests", 0) == 0 or kept["errors"] > 0
     store.close()
+
+
+@requires_tool("vtysh")
+def test_a_web_server_on_a_node_of_an_frr_routed_lab_serves(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """FRR gives each node a private /run, which hid the node's directory under the host's
+    /run: nginx could not open its nginx.conf there and `up` failed."""
+    lab = make_lab({
+        "topology": {"kind": "pair"},
+        "nodes": [{"name": "n2", "services": [{"nginx": {"files": {"1k": 1024}}}]}],
+        "routing": {"protocol": "bgp"},
+    })  # fmt: skip
+    got = lab.exec("n1", ["curl", "-s", "-o", "/dev/null", "-w", "%{size_download}",
+                          f"http://{lab.addr('n2')}/1k"], capture_output=True)  # fmt: skip
+    assert got.returncode == 0 and got.stdout == "1024", got.stdout + got.stderr
+    conf = os.path.join(lab.node_dir("n2"), "nginx.conf")
+    seen = lab.exec("n2", ["cat", conf], capture_output=True)  # at its path, in the node too
+    assert seen.returncode == 0 and "root " in seen.stdout, seen.stderr
+    assert os.listdir(lab.private_run_dir("n2"))  # and the node's /run is still its own
