@@ -202,3 +202,38 @@ vary: {{c: [1, 4]}}
         assert "requests_per_s" not in kept and "transfer" not in kept, kept  # never 0 req/s
         assert kept.get("requests", 0) == 0 or kept["errors"] > 0
     store.close()
+
+
+def test_ab_counts_each_failed_reply_once(make_lab: Callable[..., Lab]) -> None:
+    """Behind nginx, web1 serves /1k as 1024 bytes, web2 as 2048, web3 not at all (404): ab
+    counted each 404 twice (Length and Non-2xx) and web2's replies as failed. Now errors are
+    the 404s exactly, as web3's access log counts them, and the rest are successes."""
+    sized = [("web1", {"1k": 1024}), ("web2", {"1k": 2048}), ("web3", {"other": 1024})]
+    lab = make_lab(
+        switched(
+            [
+                {"name": "client"},
+                {"name": "lb", "services": [{"nginx": {"backends": [w for w, _f in sized]}}]},
+                *({"name": w, "services": [{"nginx": {"files": f}}]} for w, f in sized),
+            ]
+        )
+    )
+    got = measure(lab, "ab", server="lb", path="/1k", requests=600, duration=20, max_errors=50)
+    deadline = time.monotonic() + 2.0
+    while True:  # nginx logs a request just after answering it
+        logged = {}
+        for web, _files in sized:
+            with open(os.path.join(lab.node_dir(web), "access.log")) as fh:
+                logged[web] = [line.split('"')[2].split()[0] for line in fh]
+        if sum(map(len, logged.values())) >= 600 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert set(logged["web3"]) == {"404"} and set(logged["web1"] + logged["web2"]) == {"200"}
+    assert got["requests"] == 600
+    assert got["errors"] == got["errors_status"] == len(logged["web3"]) > 100
+    assert got["errors_failed"] == 0
+    assert "errors_length" not in got  # ab runs with -l: no length is a failure
+    assert got["requests_per_s"] > 0
+    # with the default 1 % allowed, a third of 404s fails the run, saying what failed
+    with pytest.raises(MeasurementFailed, match=r"non-2xx replies\), more than 1\.00%"):
+        measure(lab, "ab", server="lb", path="/1k", requests=300, duration=20)
