@@ -148,6 +148,13 @@ def _cidrs(plan: LabPlan, node: str) -> list[str]:
     return out
 
 
+def serves_ipv6(plan: LabPlan, node: str) -> bool:
+    """NODE has an IPv6 address, so its services listen on IPv6 as well as IPv4: a
+    measurement with `family: 6` connects to that address (they listened on 0.0.0.0 only,
+    and every such run failed "Connection refused")."""
+    return bool(plan.node(node).addresses(6))
+
+
 def backend_address(plan: LabPlan, node: str, backend: str) -> str:
     """Where NODE reaches a backend: its address on a shared subnet, else its loopback."""
     return shared_address(plan, node, backend) or plan.addr(backend, 4)

@@ -237,3 +237,17 @@ def test_ab_counts_each_failed_reply_once(make_lab: Callable[..., Lab]) -> None:
     # with the default 1 % allowed, a third of 404s fails the run, saying what failed
     with pytest.raises(MeasurementFailed, match=r"non-2xx replies\), more than 1\.00%"):
         measure(lab, "ab", server="lb", path="/1k", requests=300, duration=20)
+
+
+@pytest.mark.parametrize("tool", ["wrk", "ab"])
+@pytest.mark.parametrize("lb", ["pen", "haproxy", "nginx"])
+def test_family_6_reaches_balancer_and_backends(lb_lab: Lab, lb: str, tool: str) -> None:
+    """The lab has IPv6: each balancer (and each web server behind it) listens on it too;
+    they listened on 0.0.0.0 only and every `family: 6` run was refused."""
+    before = access_counts(lb_lab)
+    got = measure(lb_lab, tool, server=lb, path="/1k", family=6, duration=1)
+    assert got["requests"] > 50 and got["errors"] == 0
+    served = sum(access_counts(lb_lab).values()) - sum(before.values())
+    assert served >= got["requests"] * 0.9  # through the balancer, to the backends
+    direct = measure(lb_lab, tool, server="web1", path="/1k", family=6, duration=1)
+    assert direct["requests"] > 50 and direct["errors"] == 0
