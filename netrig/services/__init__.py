@@ -79,6 +79,12 @@ class Service(Plugin[ServiceOptionsT]):
             return backend_problems(plan, node, options.backends)
         return []
 
+    def backend_port(self, options: ServiceOptionsT) -> int | None:
+        """The port its backends must serve on (None: it has no backends)."""
+        if isinstance(options, BalancerOptions) and options.backends:
+            return options.backend_port
+        return None
+
     def address(
         self, options: ServiceOptionsT, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:

@@ -87,6 +87,10 @@ class Pen(Service[PenOptions]):
             problems.append((("vip",), f"{o.vip} is already an address of the lab"))
         return problems
 
+    def backend_port(self, options: PenOptions) -> int | None:
+        """With DSR a backend answers on the VIP's own port (pen forwards frames as sent)."""
+        return options.port if options.dsr else options.backend_port
+
     def address(
         self, options: PenOptions, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
