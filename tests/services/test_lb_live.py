@@ -5,6 +5,7 @@ balancer that dies gives failed runs with the tool's message, never 0 requests/s
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -251,3 +252,46 @@ def test_family_6_reaches_balancer_and_backends(lb_lab: Lab, lb: str, tool: str)
     assert served >= got["requests"] * 0.9  # through the balancer, to the backends
     direct = measure(lb_lab, tool, server="web1", path="/1k", family=6, duration=1)
     assert direct["requests"] > 50 and direct["errors"] == 0
+
+
+def test_node_events_stop_and_start_a_backends_services(tmp_path: Path) -> None:
+    """`node web2 stop|start` on a timeline: refused before ("protocol static runs no daemon
+    to stop or start") though `netrig node LAB web2 stop` works; now the run stops web2's
+    nginx at 1 s and starts it at 3 s while wrk goes through the balancer, and a probe in
+    web2 sees it answer, then refuse, then answer again."""
+    name = new_lab_name("lb")
+    exp = tmp_path / "events.yaml"
+    probe = (
+        "for i in $(seq 50); do curl -s -o /dev/null -w '%{{http_code}}\\n' --max-time 0.5 "
+        "http://127.0.0.1/1k; sleep 0.1; done"
+    )
+    exp.write_text(
+        f"""name: {name}
+nodes:
+  - {{name: sw, kind: switch}}
+  - {{name: client}}
+  - {{name: lb, services: [{{haproxy: {{backends: [web1, web2]}}}}]}}
+  - {{name: web1, services: [{{nginx: {{files: {{1k: 1024}}}}}}]}}
+  - {{name: web2, services: [{{nginx: {{files: {{1k: 1024}}}}}}]}}
+links: [{{a: client, b: sw}}, {{a: lb, b: sw}}, {{a: web1, b: sw}}, {{a: web2, b: sw}}]
+measure:
+  - wrk: {{client: client, server: lb, path: /1k, duration: 5, max_errors: 50}}
+  - command: {{node: web2, name: probe, cmd: "{probe}"}}
+events: [node web2 stop @ 1s, node web2 start @ 3s]
+"""
+    )
+    db = tmp_path / "r.db"
+    done = netrig_cli("run", str(exp), "--db", str(db), "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = ResultStore(str(db))
+    (run,) = store.runs(store.experiments()[-1].id)
+    outputs = {(m, key): text for m, key, text in store.outputs(run.id)}
+    samples = {(m, s.metric): s.value for m, s in store.samples(run.id) if s.t is None}
+    store.close()
+    assert run.status == "ok", run.reason
+    timeline = outputs[("events", "timeline")]
+    assert "node web2 stop @ 1s" in timeline and "node web2 start @ 3s" in timeline
+    assert "FAILED" not in timeline, timeline
+    codes = "".join("+" if c == "200" else "-" for c in outputs[("probe", "stdout")].split())
+    assert re.fullmatch(r"\++-+\++", codes), codes  # served, stopped, served again
+    assert samples[("wrk", "requests")] > 1000
