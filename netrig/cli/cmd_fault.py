@@ -65,10 +65,12 @@ def _link_on_cluster(lab: str, a: str, b: str, state: str, address: str) -> None
 @click.argument("action", type=click.Choice(["stop", "start"]))
 @reports_errors
 def node(lab: str, node: str, action: str) -> None:
-    """Stop or start again the routing daemon(s) of NODE in LAB.
+    """Stop or start again the daemons of NODE in LAB: its routing daemon(s), services
+    (nginx, haproxy, pen…) and cmd.
 
     Stop ends them by PID (SIGTERM, then SIGKILL after a grace period); start runs them
-    again with the configuration they had. Links and addresses stay as they are.
+    again with the configuration they had. Links and addresses stay as they are. The same
+    as an experiment's `node N stop|start @ T` event.
     """
     require_root("node")
     running = Lab.attach(lab)

@@ -1,5 +1,5 @@
-"""Faults injected into a running lab: links down and up, routing daemons stopped and started,
-link rates changed; by hand (`netrig link`, `netrig node`) or on a timeline of events.
+"""Faults injected into a running lab: links down and up, a node's daemons (routing, services,
+its cmd) stopped and started, link rates changed; by hand (`netrig link`, `netrig node`) or on a timeline of events.
 
     set_link(lab, "n3", "n4", up=False)      # both ends, over rtnetlink in each namespace
     stop_node(lab, "n5"); start_node(lab, "n5")
@@ -197,7 +197,8 @@ def replace_rate(
 
 
 def stop_node(lab: Lab, node: str) -> list[str]:
-    """Stop NODE's routing daemon(s) by PID; returns what was stopped."""
+    """Stop NODE's daemons by PID (routing daemons, services, its cmd: whatever it runs
+    that netrig started); returns what was stopped."""
 
     lab.plan.node(node)
     if not daemons.recorded(lab, node):
@@ -206,8 +207,9 @@ def stop_node(lab: Lab, node: str) -> list[str]:
 
 
 def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
-    """Start NODE's routing daemon(s) again with the command lines they had;
-    returns (started, already running)."""
+    """Start NODE's daemons again with the command lines they had (a service does not
+    wait to listen, as at `up`: a request right after may be refused); returns (started,
+    already running)."""
 
     lab.plan.node(node)
     known = daemons.recorded(lab, node)
@@ -226,7 +228,8 @@ def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
 
 def _no_daemon(lab: Lab, node: str) -> BadInput:
     return BadInput(
-        f"node {node} of lab {lab.name!r} runs no routing daemon (protocol {lab.plan.protocol})"
+        f"node {node} of lab {lab.name!r} runs no routing daemon (protocol {lab.plan.protocol}), "
+        "no service and no cmd"
     )
 
 

@@ -6,7 +6,9 @@ One new TCP connection per request unless `keepalive: true` (-k), so it also mea
 fast a balancer accepts connections. Stops after `duration` seconds (-t) or `requests`
 requests (-n), whichever comes first. ab aborts on a receive error (unless `keep_going`),
 which netrig stores as a failed run with ab's message. Samples as wrk's (see wrk.py);
-latency percentiles come from ab's `-e` file.
+latency percentiles come from ab's `-e` file. `-l`: a reply is not failed for a length
+other than the first reply's (backends may serve different sizes; a 404 is counted once,
+as non-2xx: parse_ab).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class Ab(Measurement[AbOptions]):
         argv = [
             "ab",
             "-q",
+            "-l",
             "-c",
             str(o.concurrency),
             "-t",

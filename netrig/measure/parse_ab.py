@@ -1,8 +1,21 @@
 """ApacheBench's report as samples: the summary lines, and the percentiles of `-e FILE`.
 
 ab's "Requests per second" counts every completed request, failed ones too; netrig's
-`requests_per_s` counts only the successful ones (complete − failed − non-2xx) over the
-time taken. A run with none, or with more failures than allowed, is a failure, never a zero.
+`requests_per_s` counts only the successful ones over the time taken. A run with none, or
+with more failures than allowed, is a failure, never a zero.
+
+What ab's counters mean (ab.c), and so how each reply is counted once:
+- `Complete requests`: replies read to the end, whatever their status or length;
+- `Non-2xx responses`: complete replies with another status (`errors_status`);
+- `Failed requests` adds up four kinds: Connect (a connection that failed, retried, not
+  complete), Exceptions (a socket error while waiting, retried, not complete), Receive (a
+  read error, with `-r`: complete) and Length (a complete reply whose length differs from
+  the *first* reply's). Length says nothing about a reply being bad: behind a balancer
+  whose backends serve different sizes, or when the first reply was a 404, it counts good
+  replies, and it counts every non-2xx reply a second time. netrig runs ab with `-l` (no
+  Length check); output that has Length anyway is stored as `errors_length`, not an error.
+So `errors_failed` = Connect + Receive + Exceptions, `errors` = that + non-2xx, and the
+successful replies are complete − non-2xx − Receive.
 
     samples = parse_ab(stdout, csv_text, stderr, max_errors=0.01)
 """
@@ -16,6 +29,10 @@ from netrig.base.sample import MeasurementFailed, Sample
 _FIELDS = {
     "complete": r"^Complete requests:\s+(\d+)",
     "failed": r"^Failed requests:\s+(\d+)",
+    "connect": r"^\s+\(Connect: (\d+)",
+    "receive": r"^\s+\(Connect: \d+, Receive: (\d+)",
+    "length": r"^\s+\(Connect: \d+, Receive: \d+, Length: (\d+)",
+    "exceptions": r"^\s+\(Connect: .*Exceptions: (\d+)\)",
     "non2xx": r"^Non-2xx responses:\s+(\d+)",
     "seconds": r"^Time taken for tests:\s+([\d.]+) seconds",
     "kbytes_per_s": r"^Transfer rate:\s+([\d.]+) \[Kbytes/sec\]",
@@ -38,15 +55,22 @@ def parse_ab(
         )
         raise MeasurementFailed(f"ab reported nothing{': ' + first if first else ''}")
     complete, seconds = found["complete"], found["seconds"]
-    failed, non2xx = found.get("failed", 0.0), found.get("non2xx", 0.0)
-    ok = max(complete - failed - non2xx, 0.0)
+    non2xx = found.get("non2xx", 0.0)
+    connect, receive = found.get("connect", 0.0), found.get("receive", 0.0)
+    length, exceptions = found.get("length", 0.0), found.get("exceptions", 0.0)
+    if "connect" not in found:  # no breakdown: whatever failed, as one kind
+        receive = found.get("failed", 0.0)
+    failed = connect + receive + exceptions
+    ok = max(complete - non2xx - receive, 0.0)
     errors = failed + non2xx
+    attempts = complete + connect + exceptions  # failed connections were tried again
     samples = [
         Sample("requests_per_s", ok / seconds if seconds > 0 else 0.0, "req/s"),
         Sample("requests", complete, ""),
         Sample("errors", errors, ""),
         Sample("errors_failed", failed, ""),
         Sample("errors_status", non2xx, ""),
+        *([Sample("errors_length", length, "")] if length else []),
     ]
     if "kbytes_per_s" in found:
         samples.append(Sample("transfer", found["kbytes_per_s"] * 1024, "B/s"))
@@ -56,10 +80,17 @@ def parse_ab(
         raise MeasurementFailed(
             f"no successful response ({int(complete)} complete, {int(errors)} failed)", samples
         )
-    if errors > max_errors * complete:
+    if errors > max_errors * attempts:
+        kinds = (
+            (non2xx, "non-2xx replies"),
+            (receive, "receive errors"),
+            (connect, "connect errors"),
+            (exceptions, "socket exceptions"),
+        )
+        counts = ", ".join(f"{int(n)} {what}" for n, what in kinds if n)
         raise MeasurementFailed(
-            f"{int(errors)} of {int(complete)} requests failed, more than {max_errors:.2%} "
-            "allowed (max_errors)",
+            f"{int(errors)} of {int(attempts)} requests failed ({counts}), more than "
+            f"{max_errors:.2%} allowed (max_errors)",
             samples,
         )
     return samples

@@ -171,8 +171,10 @@ def _events(
     longest: float | None = None,
 ) -> list[Event]:
     """Each event read and checked against the point's lab: the link or node must exist,
-    stopping a node needs a routing daemon to stop, and it must come before the longest
-    measurement ends (`longest` s, when every measurement's length is known)."""
+    stopping a node needs a daemon to stop (a routing daemon, or the node's services or
+    `cmd:`, which `netrig node LAB N stop|start` stops and starts too), and it must come
+    before the longest measurement ends (`longest` s, when every measurement's length is
+    known)."""
     problems, events = [], []
     has_daemons = catalog.routing.lookup(plan.protocol).runs_daemons()
     for i, text in enumerate(texts):
@@ -182,12 +184,15 @@ def _events(
         except (ValueError, UnknownName) as exc:
             problems.append(Problem(where, f"event: {exc}"))
             continue
-        if event.kind.startswith("node") and not has_daemons:
+        node = plan.node(event.target[0]) if event.kind.startswith("node") else None
+        if node is not None and not (has_daemons or node.services or node.cmd):
             problems.append(
                 Problem(
                     where,
-                    f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start "
-                    "(use one that does: batman, babel, ospf, bgp or isis; or a link event)",
+                    f"event {text!r}: protocol {plan.protocol} runs no daemon to stop or start, "
+                    f"and node {node.name} has no services and no cmd: (use a protocol that "
+                    "does: batman, babel, ospf, bgp or isis; a node with services; or a link "
+                    "event)",
                 )
             )
             continue

@@ -4,6 +4,12 @@ Each entry is `kind: {options}` (or a bare `kind`) naming a plugin of netrig.ser
 plugin's options are validated and its references (backends) checked against the planned
 nodes and addresses before anything is created: a problem is a `file:line:col` message
 (exit 2), like any other mistake in the file. (Its programs are the preflight's question.)
+
+Two services of one node on one port are refused: the second could not bind it, and `up`
+failed after building the lab ("Address already in use"). A balancer's backend on which
+no service of the file listens on the backend port is only noted: the node may serve it
+with its own `cmd:`/`exec:` (or a server started by hand), which netrig cannot see; if
+not, the requests sent there fail, and the run says so.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from netrig.model.load import LabGraph, Problem, SpecError, _problems
+from netrig.model.problems import note
 from netrig.model.yamlmarks import KeyPath
 from netrig.plan.model import LabPlan, ServicePlan
 
@@ -28,9 +35,11 @@ def plan_services(graph: LabGraph, plan: LabPlan) -> None:
     def where(path: KeyPath, key: bool = False) -> str:
         return graph.doc.where(path, key=key) if graph.doc else "<spec>"
 
+    balancers: list[tuple[str, str, KeyPath, int, list[str]]] = []  # node, kind, where…
     for name, node in graph.nodes.items():
         base = (*graph.node_paths[name], "services")
         seen: set[str] = set()
+        ports: dict[int, str] = {}  # port → the service of this node that listens there
         for j, item in enumerate(node.services):
             parsed = _entry(item)
             if parsed is None:
@@ -82,11 +91,38 @@ def plan_services(graph: LabGraph, plan: LabPlan) -> None:
             except ValueError as exc:
                 problems.append(Problem(where(path), f"{kind}: {exc}"))
                 continue
+            if address is None:  # a VIP (pen's DSR) is not bound on the node's addresses
+                other = ports.setdefault(options.port, kind)
+                if other != kind:
+                    at = (*path, "port") if "port" in raw else path
+                    problems.append(
+                        Problem(
+                            where(at),
+                            f"{kind}: port {options.port} is also {other}'s on node {name}; "
+                            "one of them could not listen there: set another `port:` on one",
+                        )
+                    )
+                    continue
+            backend_port = plugin.backend_port(options)
+            if backend_port is not None:
+                backends = [str(b) for b in raw.get("backends", [])]
+                balancers.append((name, kind, path, backend_port, backends))
             plan.nodes[name].services.append(
                 ServicePlan(kind, options.model_dump(mode="json"), options.port, address)
             )
     if problems:
         raise SpecError(problems)
+    for _name, kind, path, port, backends in balancers:
+        for i, backend in enumerate(backends):
+            served = {s.port for s in plan.nodes[backend].services if s.address is None}
+            own = graph.nodes[backend]
+            if port not in served and not (own.cmd or own.exec):
+                note(
+                    where((*path, "backends", i)),
+                    f"{kind}: backend {backend} runs no service on port {port} "
+                    "(give it one, e.g. {nginx: {files: {1k: 1024}}}, or a `cmd:`): "
+                    "the requests sent there will fail",
+                )
 
 
 def _entry(item: Any) -> tuple[str, Any] | None:

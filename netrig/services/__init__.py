@@ -79,6 +79,12 @@ class Service(Plugin[ServiceOptionsT]):
             return backend_problems(plan, node, options.backends)
         return []
 
+    def backend_port(self, options: ServiceOptionsT) -> int | None:
+        """The port its backends must serve on (None: it has no backends)."""
+        if isinstance(options, BalancerOptions) and options.backends:
+            return options.backend_port
+        return None
+
     def address(
         self, options: ServiceOptionsT, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
@@ -146,6 +152,13 @@ def _cidrs(plan: LabPlan, node: str) -> list[str]:
         if not iface.master:
             out += iface.addrs
     return out
+
+
+def serves_ipv6(plan: LabPlan, node: str) -> bool:
+    """NODE has an IPv6 address, so its services listen on IPv6 as well as IPv4: a
+    measurement with `family: 6` connects to that address (they listened on 0.0.0.0 only,
+    and every such run failed "Connection refused")."""
+    return bool(plan.node(node).addresses(6))
 
 
 def backend_address(plan: LabPlan, node: str, backend: str) -> str:

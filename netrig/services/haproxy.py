@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field
 
 from netrig.lab import daemons
-from netrig.services import BalancerOptions, Service, backend_address, register
+from netrig.services import BalancerOptions, Service, backend_address, register, serves_ipv6
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -39,6 +39,9 @@ class Haproxy(Service[HaproxyOptions]):
             f"    server {b} {backend_address(lab.plan, node, b)}:{o.backend_port}"
             for b in o.backends
         )
+        binds = f"    bind :{o.port}"
+        if serves_ipv6(lab.plan, node):
+            binds += f"\n    bind :::{o.port} v6only"
         return f"""# haproxy for {lab.name}/{node}, written by netrig
 global
     maxconn {o.max_connections}
@@ -49,7 +52,7 @@ defaults
     timeout client 30s
     timeout server 30s
 frontend web
-    bind :{o.port}
+{binds}
     default_backend servers
 backend servers
     balance {o.balance}

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from pydantic import BeforeValidator, Field, model_validator
 
 from netrig.lab import daemons
-from netrig.services import BalancerOptions, KeyPath, Service, backend_address, register
+from netrig.services import (
+    BalancerOptions,
+    KeyPath,
+    Service,
+    backend_address,
+    register,
+    serves_ipv6,
+)
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -74,6 +81,9 @@ class Nginx(Service[NginxOptions]):
     def config(self, lab: Lab, node: str, o: NginxOptions) -> str:
         where = lab.node_dir(node)
         log = f"access_log {where}/access.log;" if o.access_log else "access_log off;"
+        listen = f"listen {o.port} backlog=4096;"
+        if serves_ipv6(lab.plan, node):
+            listen += f"\n        listen [::]:{o.port} ipv6only=on backlog=4096;"
         if o.backends:
             servers = "\n".join(
                 f"        server {backend_address(lab.plan, node, b)}:{o.backend_port};"
@@ -84,7 +94,7 @@ class Nginx(Service[NginxOptions]):
         keepalive {o.keepalive};
     }}
     server {{
-        listen {o.port} backlog=4096;
+        {listen}
         location / {{
             proxy_pass http://backends;
             proxy_http_version 1.1;
@@ -93,7 +103,7 @@ class Nginx(Service[NginxOptions]):
     }}"""
         else:
             site = f"""    server {{
-        listen {o.port} backlog=4096;
+        {listen}
         root {where}/www;
     }}"""
         temps = "\n".join(

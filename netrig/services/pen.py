@@ -17,7 +17,8 @@ sets the lab up as the seed did by hand:
 - every other host: a route to the VIP via the balancer, next to its route to the
   balancer's own address.
 The VIP is `vip:`, by default an unused address of the loopback half of the IPv4 pool.
-pen balances by a hash of the client's address and port; IPv4 only.
+pen balances by a hash of the client's address and port; DSR is IPv4 only (proxy mode listens
+on IPv6 too, where the node has it).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from netrig.services import (
     Service,
     backend_address,
     register,
+    serves_ipv6,
     shared_address,
 )
 
@@ -85,6 +87,10 @@ class Pen(Service[PenOptions]):
             problems.append((("vip",), f"{o.vip} is already an address of the lab"))
         return problems
 
+    def backend_port(self, options: PenOptions) -> int | None:
+        """With DSR a backend answers on the VIP's own port (pen forwards frames as sent)."""
+        return options.port if options.dsr else options.backend_port
+
     def address(
         self, options: PenOptions, plan: LabPlan, node: str, pool: IPv4Network | None
     ) -> str | None:
@@ -109,7 +115,10 @@ class Pen(Service[PenOptions]):
             return [*argv, "-O", f"dsr_if {dsr_iface(lab.plan, node, o)}", f"{vip}:{o.port}"] + [
                 str(shared_address(lab.plan, node, b)) for b in o.backends
             ]
-        return [*argv, str(o.port)] + [
+        # one socket: pen takes one listening address, and `:::PORT` (not `[::]:PORT`,
+        # which it cannot read) is [::] with IPv4 mapped in, both families
+        listen = f":::{o.port}" if serves_ipv6(lab.plan, node) else str(o.port)
+        return [*argv, listen] + [
             f"{backend_address(lab.plan, node, b)}:{o.backend_port}" for b in o.backends
         ]
 

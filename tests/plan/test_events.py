@@ -74,6 +74,44 @@ def test_stopping_a_node_needs_a_routing_daemon() -> None:
     assert "protocol static runs no daemon" in found[0]
 
 
+def test_stopping_a_node_of_services_or_cmd_needs_no_routing_daemon() -> None:
+    """Its services (or cmd) are daemons that `netrig node LAB N stop|start` stops and
+    starts: the events were refused, "protocol static runs no daemon to stop or start"."""
+    exp = load_experiment_text(
+        textwrap.dedent(
+            """\
+            name: cut
+            nodes:
+              - {name: client}
+              - {name: web, services: [{nginx: {files: {1k: 1024}}}]}
+              - {name: job, cmd: sleep 60}
+            links: [{a: client, b: web}, {a: client, b: job}]
+            measure:
+              - wrk: {client: client, server: web, duration: 5}
+            events: [node web stop @ 1s, node job stop @ 1s, node web start @ 3s]
+            """
+        ),
+        "exp.yaml",
+    )
+    assert [str(e) for e in exp.points[0].events] == [
+        "node web stop @ 1s",
+        "node job stop @ 1s",
+        "node web start @ 3s",
+    ]
+    found = problems(
+        """\
+        name: cut
+        nodes: [{name: client}, {name: web, services: [nginx]}]
+        links: [{a: client, b: web}]
+        measure:
+          - wrk: {client: client, server: web, duration: 5}
+        events: [node client stop @ 1s]
+        """
+    )
+    assert len(found) == 1 and found[0].startswith("exp.yaml:6:")
+    assert "node client has no services and no cmd" in found[0]
+
+
 def test_stop_on_failure_is_a_boolean() -> None:
     found = problems(
         """\

@@ -5,6 +5,7 @@ balancer that dies gives failed runs with the tool's message, never 0 requests/s
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -220,3 +221,95 @@ def test_a_web_server_on_a_node_of_an_frr_routed_lab_serves(make_lab) -> None:  
     seen = lab.exec("n2", ["cat", conf], capture_output=True)  # at its path, in the node too
     assert seen.returncode == 0 and "root " in seen.stdout, seen.stderr
     assert os.listdir(lab.private_run_dir("n2"))  # and the node's /run is still its own
+
+
+def test_ab_counts_each_failed_reply_once(make_lab: Callable[..., Lab]) -> None:
+    """Behind nginx, web1 serves /1k as 1024 bytes, web2 as 2048, web3 not at all (404): ab
+    counted each 404 twice (Length and Non-2xx) and web2's replies as failed. Now errors are
+    the 404s exactly, as web3's access log counts them, and the rest are successes."""
+    sized = [("web1", {"1k": 1024}), ("web2", {"1k": 2048}), ("web3", {"other": 1024})]
+    lab = make_lab(
+        switched(
+            [
+                {"name": "client"},
+                {"name": "lb", "services": [{"nginx": {"backends": [w for w, _f in sized]}}]},
+                *({"name": w, "services": [{"nginx": {"files": f}}]} for w, f in sized),
+            ]
+        )
+    )
+    got = measure(lab, "ab", server="lb", path="/1k", requests=600, duration=20, max_errors=50)
+    deadline = time.monotonic() + 2.0
+    while True:  # nginx logs a request just after answering it
+        logged = {}
+        for web, _files in sized:
+            with open(os.path.join(lab.node_dir(web), "access.log")) as fh:
+                logged[web] = [line.split('"')[2].split()[0] for line in fh]
+        if sum(map(len, logged.values())) >= 600 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert set(logged["web3"]) == {"404"} and set(logged["web1"] + logged["web2"]) == {"200"}
+    assert got["requests"] == 600
+    assert got["errors"] == got["errors_status"] == len(logged["web3"]) > 100
+    assert got["errors_failed"] == 0
+    assert "errors_length" not in got  # ab runs with -l: no length is a failure
+    assert got["requests_per_s"] > 0
+    # with the default 1 % allowed, a third of 404s fails the run, saying what failed
+    with pytest.raises(MeasurementFailed, match=r"non-2xx replies\), more than 1\.00%"):
+        measure(lab, "ab", server="lb", path="/1k", requests=300, duration=20)
+
+
+@pytest.mark.parametrize("tool", ["wrk", "ab"])
+@pytest.mark.parametrize("lb", ["pen", "haproxy", "nginx"])
+def test_family_6_reaches_balancer_and_backends(lb_lab: Lab, lb: str, tool: str) -> None:
+    """The lab has IPv6: each balancer (and each web server behind it) listens on it too;
+    they listened on 0.0.0.0 only and every `family: 6` run was refused."""
+    before = access_counts(lb_lab)
+    got = measure(lb_lab, tool, server=lb, path="/1k", family=6, duration=1)
+    assert got["requests"] > 50 and got["errors"] == 0
+    served = sum(access_counts(lb_lab).values()) - sum(before.values())
+    assert served >= got["requests"] * 0.9  # through the balancer, to the backends
+    direct = measure(lb_lab, tool, server="web1", path="/1k", family=6, duration=1)
+    assert direct["requests"] > 50 and direct["errors"] == 0
+
+
+def test_node_events_stop_and_start_a_backends_services(tmp_path: Path) -> None:
+    """`node web2 stop|start` on a timeline: refused before ("protocol static runs no daemon
+    to stop or start") though `netrig node LAB web2 stop` works; now the run stops web2's
+    nginx at 1 s and starts it at 3 s while wrk goes through the balancer, and a probe in
+    web2 sees it answer, then refuse, then answer again."""
+    name = new_lab_name("lb")
+    exp = tmp_path / "events.yaml"
+    probe = (
+        "for i in $(seq 50); do curl -s -o /dev/null -w '%{{http_code}}\\n' --max-time 0.5 "
+        "http://127.0.0.1/1k; sleep 0.1; done"
+    )
+    exp.write_text(
+        f"""name: {name}
+nodes:
+  - {{name: sw, kind: switch}}
+  - {{name: client}}
+  - {{name: lb, services: [{{haproxy: {{backends: [web1, web2]}}}}]}}
+  - {{name: web1, services: [{{nginx: {{files: {{1k: 1024}}}}}}]}}
+  - {{name: web2, services: [{{nginx: {{files: {{1k: 1024}}}}}}]}}
+links: [{{a: client, b: sw}}, {{a: lb, b: sw}}, {{a: web1, b: sw}}, {{a: web2, b: sw}}]
+measure:
+  - wrk: {{client: client, server: lb, path: /1k, duration: 5, max_errors: 50}}
+  - command: {{node: web2, name: probe, cmd: "{probe}"}}
+events: [node web2 stop @ 1s, node web2 start @ 3s]
+"""
+    )
+    db = tmp_path / "r.db"
+    done = netrig_cli("run", str(exp), "--db", str(db), "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = ResultStore(str(db))
+    (run,) = store.runs(store.experiments()[-1].id)
+    outputs = {(m, key): text for m, key, text in store.outputs(run.id)}
+    samples = {(m, s.metric): s.value for m, s in store.samples(run.id) if s.t is None}
+    store.close()
+    assert run.status == "ok", run.reason
+    timeline = outputs[("events", "timeline")]
+    assert "node web2 stop @ 1s" in timeline and "node web2 start @ 3s" in timeline
+    assert "FAILED" not in timeline, timeline
+    codes = "".join("+" if c == "200" else "-" for c in outputs[("probe", "stdout")].split())
+    assert re.fullmatch(r"\++-+\++", codes), codes  # served, stopped, served again
+    assert samples[("wrk", "requests")] > 1000

@@ -77,3 +77,19 @@ def test_ab_non_2xx_is_not_success() -> None:
 def test_ab_refused() -> None:
     with pytest.raises(MeasurementFailed, match="Connection refused"):
         parse_ab(read("ab-refused.txt"))
+
+
+def test_ab_counts_a_reply_of_another_length_or_status_once() -> None:
+    """Recorded without -l behind nginx: web1 /1k of 1024 bytes, web2 of 2048, web3 a 404.
+    ab said `Failed requests: 400 (Length: 400)` and `Non-2xx responses: 200`: the 404s
+    twice, web2's good replies as failed. Only the 200 non-2xx replies are errors."""
+    text = read("ab-mixed-length.txt")
+    assert "Length: 400" in text and "Non-2xx responses:      200" in text
+    got = values(parse_ab(text, max_errors=0.5))
+    assert got["requests"] == 600
+    assert got["errors"] == got["errors_status"] == 200
+    assert got["errors_failed"] == 0
+    assert got["errors_length"] == 400  # kept, as ab counted them, but not as errors
+    assert got["requests_per_s"] == pytest.approx(400 / 0.086)
+    with pytest.raises(MeasurementFailed, match=r"200 of 600 requests failed \(200 non-2xx"):
+        parse_ab(text, max_errors=0.01)

@@ -56,6 +56,12 @@ def test_good_file_plans_services_and_a_vip() -> None:
         ("{1k: 1024}", "{1k: lots}", 5, "'lots' is not a size"),
         ("files: {1k: 1024}", "files: {1k: 1}, backends: [web2]", 5, "exclude each other"),
         ("[nginx]", "[nginx, nginx]", 6, "runs nginx twice"),
+        (
+            "[nginx]",
+            "[nginx, {haproxy: {backends: [web1]}}]",
+            6,
+            "haproxy: port 80 is also nginx's on node web2; one of them could not listen",
+        ),
     ],
 )
 def test_bad_service_is_reported_at_its_line(
@@ -97,3 +103,52 @@ def test_wrk_to_a_dsr_vip_needs_ipv4(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert re.search(r"lab\.yaml:10:\d+: .*serves on an IPv4 VIP", done.stderr), done.stderr
     assert re.search(r"lab\.yaml:11:\d+: .*path", done.stderr), done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to try `netrig up`")
+def test_two_services_on_one_port_are_refused_before_anything_is_created(
+    tmp_path: Path,
+) -> None:
+    """`up` built the lab and failed there, haproxy's "cannot bind socket (Address already
+    in use)", exit 1; a `port:` of its own is fine."""
+    name = new_lab_name("lb")
+    both = "[{nginx: {files: {1k: 1024}}}, {haproxy: {backends: [web2], port: 80}}]"
+    text = GOOD.format(name=name).replace("[{nginx: {files: {1k: 1024}}}]", both)
+    done = netrig_cli("up", str(write(tmp_path, text)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    found = re.findall(r"lab\.yaml:5:(\d+): (.*)", done.stderr)
+    assert len(found) == 1, done.stderr  # one message, at the second service's port
+    col, message = found[0]
+    assert int(col) == text.splitlines()[4].index("port: 80") + len("port: ") + 1
+    assert message == (
+        "haproxy: port 80 is also nginx's on node web1; one of them could not listen "
+        "there: set another `port:` on one"
+    )
+    assert not [ns for ns in netns.list_names() if ns.startswith(name + "-")]
+    code, out = validate(write(tmp_path, text.replace("port: 80", "port: 8080")))
+    assert code == 0, out
+
+
+def test_backend_without_a_service_on_its_port_is_noted(tmp_path: Path) -> None:
+    """A backend nothing of the file serves on (the client; a backend_port no web server
+    uses) is noted at its place in `backends`: the node may run its own server (`cmd:`),
+    so it is not refused; one with a `cmd:` is not noted. DSR's backends serve on the VIP's
+    port (80), not backend_port."""
+    code, out = validate(write(tmp_path, GOOD.format(name="svc")))
+    assert code == 0 and "note:" not in out, out
+    text = GOOD.format(name="svc").replace(
+        "{pen: {backends: [web1, web2], dsr: true}}",
+        "{haproxy: {backends: [web1, client, web2], backend_port: 8080}}",
+    )
+    text = text.replace(
+        "{name: web2, services: [nginx]}", "{name: web2, services: [{nginx: {port: 8080}}]}"
+    )
+    code, out = validate(write(tmp_path, text))
+    assert code == 0, out
+    notes = re.findall(
+        r"lab\.yaml:4:\d+: note: haproxy: backend (\w+) runs no service on port 8080", out
+    )
+    assert notes == ["web1", "client"], out
+    served = text.replace("{name: client}", "{name: client, cmd: python3 -m http.server 8080}")
+    code, out = validate(write(tmp_path, served))
+    assert code == 0 and re.findall(r"note: .* backend (\w+)", out) == ["web1"], out
