@@ -206,3 +206,24 @@ def test_one_of_a_thing_is_said_in_the_singular(tmp_path: Path) -> None:
     assert done.returncode == 0 and "2 hosts, 1 link, routing none, 0 routes" in done.stdout, (
         done.stdout
     )
+
+
+def test_validate_of_several_files_checks_each_and_exits_2_if_one_is_wrong(
+    tmp_path: Path,
+) -> None:
+    """`validate b.yaml a.yaml c.yaml` stopped at the first bad file: c was never checked."""
+    files = {
+        "b.yaml": "name: b\ntopology: {kind: pair\n",
+        "a.yaml": "name: a\ntopology: {kind: pair}\n",
+        "c.yaml": "name: c\ntopology: {kind: pear}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    env = {**os.environ, "NETRIG_PLAN_CACHE": "off"}
+    done = netrig_cli("validate", *files, cwd=tmp_path, env=env)
+    assert done.returncode == 2
+    assert done.stdout.startswith("ok a.yaml: lab a: 2 hosts"), done.stdout
+    assert "b.yaml:3:1: YAML syntax error" in done.stderr
+    assert "c.yaml:2:18: topology.kind" in done.stderr and "'pear'" in done.stderr
+    good = netrig_cli("validate", "a.yaml", cwd=tmp_path, env=env)
+    assert good.returncode == 0 and not good.stderr
