@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_interface, ip_network
 from typing import Any, cast
 
 from netrig.base import forked
@@ -191,6 +191,15 @@ def _check_link_ends(
         if shared:
             same.append((k, min(shared)))
 
+    for k, link in enumerate(links):
+        glink = graph.links[k]
+        for node, given in ((link.a, glink.a_addr), (link.b, glink.b_addr)):
+            problem = _written_address_problem(nodes[node].kind, node, given or [])
+            if problem:
+                problems.append(Problem(graph.where(glink.path), f"link {link.a}–{link.b}: "
+                                                                  f"{problem}"))  # fmt: skip
+                return
+
     def more(n: int) -> str:
         return f" (and {n - 1} more links)" if n > 1 else ""
 
@@ -214,6 +223,24 @@ def _check_link_ends(
                 f"each end needs its own{more(len(same))}",
             )
         )
+
+
+def _written_address_problem(kind: str, node: str, given: list[Any]) -> str | None:
+    """What is wrong with addresses the file gives one end of a link: a switch's port holds
+    none (they had been dropped without a word), and an IPv4 subnet's network or broadcast
+    address is no interface's (the kernel takes it, and nothing answers it as one would)."""
+    if given and kind == "switch":
+        return (f"{node} is a switch, whose ports hold no address ({', '.join(map(str, given))} "
+                "would be dropped): give it to a host of the segment, or make the node a host")
+    for cidr in given:
+        iface = ip_interface(str(cidr))
+        net = iface.network
+        if iface.version == 4 and net.prefixlen <= 30:
+            if iface.ip == net.network_address:
+                return f"{cidr} is the network address of {net}, not an interface's"
+            if iface.ip == net.broadcast_address:
+                return f"{cidr} is the broadcast address of {net}, not an interface's"
+    return None
 
 
 def _check_written_addresses(
@@ -645,6 +672,7 @@ def _explicit_segment(
     none: then a port without one stays without), in one subnet."""
     assert seg.explicit is not None
     nets = set()
+    first: dict[Any, tuple[str, str]] = {}  # subnet → the first port the file put in it
     for member in seg.members:
         given = [
             c for c in seg.explicit.get(member, []) if ip_network(c, strict=False).version == version
@@ -663,15 +691,22 @@ def _explicit_segment(
         for cidr in given:
             iface_net = ip_network(cidr, strict=False)
             nets.add(iface_net)
+            first.setdefault(iface_net, member)
             nodes[member[0]].port_addrs(member[1]).append(cidr)
     if len(nets) > 1 and not auto:  # the file's own addressing: several subnets may share
         network.prefixes.extend(sorted(map(str, nets)))
     elif len(nets) > 1:
+        # said at the link of the first port in another subnet than the segment's first
+        (net0, port0), (net1, port1) = list(first.items())[:2]
+        link = graph.links[nodes[port1[0]].iface(port1[1]).link]
+        what = (f"link {link.a}–{link.b}: its ends" if len(seg.members) == 2 else
+                f"{port1[0]}:{port1[1]} and {port0[0]}:{port0[1]}, ports of one segment,")
         problems.append(
             Problem(
-                graph.where(("links",)),
-                f"addresses of one link are in different subnets: {sorted(map(str, nets))}",
+                graph.where(link.path),
+                f"{what} are in different subnets ({net1} and {net0}); one link or switch "
+                "segment is one subnet",
             )
-        )
+        )  # fmt: skip
     elif nets:
         network.prefixes.append(str(nets.pop()))

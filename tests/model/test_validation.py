@@ -473,3 +473,41 @@ def test_a_burst_below_a_frame_or_without_a_rate_is_refused_at_its_link() -> Non
         "lab.yaml:6:5: burst 9000 bytes is less than one full frame (9014 bytes with MTU 9000): "
         "such packets could never be sent; give at least 9014",
     ], found
+
+
+def test_written_addresses_that_no_interface_can_hold_are_refused_at_their_link() -> None:
+    """A switch port's address had been dropped without a word; an IPv4 subnet's network
+    or broadcast address was taken as an interface's."""
+    assert problems("""\
+        name: s
+        nodes: [{name: s1, kind: switch}, {name: r2}, {name: pc}]
+        links:
+          - {a: pc, b: s1, a_addr: 203.0.113.10/24}
+          - {a: r2, b: s1, a_addr: 203.0.113.2/24, b_addr: 203.0.113.3/24}
+        """) == ["lab.yaml:5:5: link r2–s1: s1 is a switch, whose ports hold no address "
+                 "(203.0.113.3/24 would be dropped): give it to a host of the segment, or make "
+                 "the node a host"]  # fmt: skip
+    for addr, which in (("192.0.2.0/24", "network"), ("192.0.2.255/24", "broadcast")):
+        assert problems(f"""\
+            name: p
+            topology: {{kind: pair}}
+            links:
+              - {{a: n1, b: n2, a_addr: {addr}, b_addr: 192.0.2.2/24}}
+            """) == [f"lab.yaml:4:5: link n1–n2: {addr} is the {which} address of "
+                     "192.0.2.0/24, not an interface's"]  # fmt: skip
+    build_plan(load_text("name: p\ntopology: {kind: pair}\nlinks:\n  - {a: n1, b: n2, "
+                         "a_addr: 192.0.2.0/31, b_addr: 192.0.2.1/31}\n"))  # fmt: skip
+
+
+def test_a_port_in_another_subnet_than_its_segment_is_named_at_its_own_link() -> None:
+    """It had been said at `links:` as "addresses of one link are in different subnets"."""
+    assert problems("""\
+        name: s
+        nodes: [{name: s1, kind: switch}, {name: a}, {name: b}, {name: c}]
+        links:
+          - {a: a, b: s1, a_addr: 192.0.2.1/24}
+          - {a: b, b: s1, a_addr: 192.0.2.2/24}
+          - {a: c, b: s1, a_addr: 198.51.100.10/24}
+        """) == ["lab.yaml:6:5: c:eth0 and a:eth0, ports of one segment, are in different "
+                 "subnets (198.51.100.0/24 and 192.0.2.0/24); one link or switch segment is "
+                 "one subnet"]  # fmt: skip
