@@ -171,6 +171,13 @@ class Tracer:
                 broken = self.segment_problem[hop]
                 if broken:
                     return Path(tuple(hops), False, broken)
+                if gw_raw is None and not self._owns(nxt[0], dst_addr):
+                    # on-link, and the node across does not have it: the packet never
+                    # leaves (the kernel asks for the address and nobody answers); the
+                    # peer's lookup had called it a martian coming back
+                    return Path(tuple(hops), False, (
+                        f"{dst_addr} is on {node}'s link {hops[-1].out_iface}, where no node has "
+                        f"it: {node} asks for it (ARP/ND) and gets no answer"))  # fmt: skip
                 node, iif = nxt
             return Path(tuple(hops), False, f"more than {MAX_HOPS} hops (a loop?)")
         except OSError as exc:
@@ -178,6 +185,10 @@ class Tracer:
             if exc.errno == errno.EINVAL and iif is not None and flow_src is not None:
                 said = self._martian(node, iif, flow_src)
             return Path(tuple([*hops, Hop(node, None)]), False, said)
+
+    def _owns(self, node: str, addr: str) -> bool:
+        """addr is one of node's own addresses (its kernel's local table says so)."""
+        return self.route_get(node, addr, None, None, IPPROTO["icmp"], 0, 0)[0] == nlwire.RTN_LOCAL
 
     def _martian(self, node: str, iif: int, flow_src: str) -> str:
         """Why an input lookup is refused (EINVAL): the kernel drops a packet whose source

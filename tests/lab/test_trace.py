@@ -103,3 +103,21 @@ def test_a_packet_sent_back_to_its_sender_is_named_a_martian(make_lab) -> None: 
         f"n1 drops it: its own address {lab.addr('n1')} comes back in on {n1_toward_n2.name} "
         "(a martian: the hop before sends the traffic back)"
     ), path
+
+
+def test_an_unused_address_of_a_connected_subnet_is_not_reached_nor_a_martian(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """pc1 → 192.0.2.99 on its own /24 had been traced across to r1 and back, "a martian";
+    pc1 asks for the address on its link and nobody answers."""
+    lab = make_lab({
+        "nodes": [{"name": "pc1"}, {"name": "r1"}],
+        "links": [{"a": "pc1", "b": "r1", "a_addr": "192.0.2.10/24", "b_addr": "192.0.2.1/24"}],
+    })  # fmt: skip
+    with Tracer(lab.plan) as tracer:
+        nobody = tracer.trace("pc1", "192.0.2.99")
+        r1 = tracer.trace("pc1", "192.0.2.1")
+    assert nobody.nodes() == ["pc1"] and not nobody.reached
+    assert nobody.error == ("192.0.2.99 is on pc1's link eth0, where no node has it: pc1 asks "
+                            "for it (ARP/ND) and gets no answer")  # fmt: skip
+    assert r1.reached and r1.nodes() == ["pc1", "r1"]
+    ping = lab.exec("pc1", ["ping", "-c1", "-W1", "192.0.2.99"], capture_output=True)
+    assert ping.returncode != 0  # as the kernel has it
