@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from netrig.model import foreign, yamlmarks
 from netrig.model.catalog import Catalog, RoutingTraits
+from netrig.model.filekind import EXPERIMENT_KEYS
 from netrig.model.models import MAX_LINKS, MAX_NODES, LabSpec, Link, LinkAttrs, Node
 from netrig.model.problems import Problem, SpecError
 from netrig.model.topology import generate
@@ -269,6 +270,17 @@ def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:
 # ----------------------------------------------------------------- error messages
 
 
+def _experiment_hint(key: str) -> str:
+    """A lab file's unknown top key that reads like an experiment's (`measurements:`): a
+    file is an experiment by its keys, so this one was read as a lab, whose keys were listed."""
+    import difflib  # for wrong files only
+
+    close = difflib.get_close_matches(key, EXPERIMENT_KEYS, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}, a key of experiment files?)"
+
+
 def _did_you_mean(word: int | str, choices: Any) -> str:
     import difflib  # for wrong files only
 
@@ -297,6 +309,8 @@ def _problems(
         if kind == "extra_forbidden":
             fields = [*_fields_at(model, loc[:-1]), *(also_known if len(loc) == 1 else ())]
             hint = _did_you_mean(loc[-1], fields) if fields else ""
+            if not hint and len(loc) == 1 and model is LabSpec:
+                hint = _experiment_hint(str(loc[-1]))
             known = f"; known keys: {', '.join(fields)}" if fields and not hint else ""
             problems.append(
                 Problem(doc.where(path, key=True), f"unknown key {loc[-1]!r}{hint}{known}")

@@ -344,6 +344,13 @@ class Routing(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     protocol: str = "static"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol_alone(cls, data: Any) -> Any:
+        """`routing: ospf` is `routing: {protocol: ospf}` (pydantic had answered "Input
+        should be a valid dictionary or instance of Routing")."""
+        return {"protocol": data} if isinstance(data, str) else data
+
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
 

@@ -511,3 +511,20 @@ def test_a_port_in_another_subnet_than_its_segment_is_named_at_its_own_link() ->
         """) == ["lab.yaml:6:5: c:eth0 and a:eth0, ports of one segment, are in different "
                  "subnets (198.51.100.0/24 and 192.0.2.0/24); one link or switch segment is "
                  "one subnet"]  # fmt: skip
+
+
+def test_routing_may_name_its_protocol_alone() -> None:
+    """`routing: ospf` had been "Input should be a valid dictionary or instance of Routing"."""
+    plan = build_plan(load_text("name: r\ntopology: {kind: ring, nodes: 4}\nrouting: ecmp\n"))
+    assert plan.protocol == "ecmp"
+    assert problems("name: r\ntopology: {kind: pair}\nrouting: nosuch\n")[0].startswith(
+        "lab.yaml:3:10: "
+    )
+
+
+def test_an_experiment_key_misspelt_in_a_lab_file_is_pointed_at() -> None:
+    """`measurements:` made the file a lab file, and the message listed only a lab's keys."""
+    assert problems("name: t\ntopology: {kind: pair}\nmeasurements:\n  - ping: {src: n1}\n") == [
+        "lab.yaml:3:1: unknown key 'measurements' (did you mean 'measure', a key of "
+        "experiment files?)"
+    ]
