@@ -435,6 +435,7 @@ def stat_text(
         )
     if by is not None:
         data.check_params([by])
+    data.check_filters(selector.filters)
     metrics = resolve_metrics(data, metric_names)
     if not metrics:
         raise CommandError(f"experiment {data.experiment.id} stored no samples", EXIT_FAILURE)

@@ -124,7 +124,8 @@ def plot_command(
     whose runs all failed leaves a gap in its line and is marked with a red ×
     (legend: failed); it is never drawn as a zero.
 
-    Exit codes: 0 written, 2 bad input (unknown experiment, parameter or metric).
+    Exit codes: 0 written, 2 bad input (unknown experiment, parameter or metric,
+    or filters that no run matches: nothing is written).
     """
     from netrig.report.plots import FORMATS, PlotRequest, figure, save
     from netrig.stats.stored import load, parse_filters, parse_selector

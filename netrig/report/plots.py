@@ -77,6 +77,7 @@ class PlotRequest:
 
 def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
     """The figure for `req` (SelectionError when the experiment lacks what it names)."""
+    data.check_filters(req.filters)  # before any other check: name what does not match
     metric = _one_metric(data, req.y)
     fig = Figure(figsize=req.size, layout="constrained")
     FigureCanvasAgg(fig)

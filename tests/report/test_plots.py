@@ -222,6 +222,56 @@ def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
         figure(data, PlotRequest(kind="timeseries", y="rtt_avg"))
 
 
+def test_filter_that_matches_no_run_is_refused(data: StoredExperiment) -> None:
+    """A value the sweep never had (7, fast, 1.0 where 1 is not a value) had drawn an
+    empty picture; an unknown parameter is named before any other complaint."""
+    for where, wanted in (
+        (("concurrency", "7"), "concurrency=7"),
+        (("balancer", "fast"), "balancer=fast"),
+        (("concurrency", "1.5"), "concurrency=1.5"),
+    ):
+        with pytest.raises(SelectionError) as caught:
+            figure(data, PlotRequest(kind="line", x="concurrency", filters=(where,)))
+        assert f"no run of experiment 1 matches {wanted}" in str(caught.value)
+    with pytest.raises(SelectionError, match=r"\(shootout has balancer pen, haproxy, nginx\)"):
+        figure(data, PlotRequest(kind="cdf", y="rtt", filters=(("balancer", "fast"),)))
+    # each value exists, but never together
+    with pytest.raises(SelectionError, match="matches concurrency=1,balancer=squid"):
+        figure(
+            data,
+            PlotRequest(kind="box", y="rtt", filters=(("concurrency", "1"), ("balancer", "squid"))),
+        )
+    with pytest.raises(SelectionError, match=r"no sweep parameter 'bogus'; parameters: concurr"):
+        figure(data, PlotRequest(kind="line", x="concurrency", filters=(("bogus", "1"),)))
+    # 1.0 is the value 1: that one matches and draws
+    ax = figure(
+        data, PlotRequest(kind="line", x="concurrency", filters=(("balancer", "pen"),
+                                                                 ("concurrency", "1.0")))
+    ).axes[0]
+    assert len(ax.lines) >= 1
+
+
+def test_plot_command_of_no_run_writes_nothing(shootout_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w7.png"
+    db = ("--db", str(shootout_db))
+    where = netrig("plot", "shootout", "--x", "concurrency", "--where", "concurrency=7",
+                   "--where", "balancer=pen", "-o", str(out), *db)  # fmt: skip
+    assert where.returncode == 2 and where.stdout == "", where.stdout
+    assert "no run of experiment 1 matches concurrency=7,balancer=pen" in where.stderr
+    assert "concurrency 1, 10, 100, 1000" in where.stderr
+    selector = netrig("plot", "shootout:balancer=fast", "--x", "concurrency", "-o", str(out), *db)
+    assert selector.returncode == 2 and "matches balancer=fast" in selector.stderr
+    bogus = netrig("plot", "shootout", "--x", "concurrency", "--where", "bogus=1", "-o", str(out),
+                   *db)  # fmt: skip
+    assert bogus.returncode == 2 and "no sweep parameter 'bogus'" in bogus.stderr
+    assert "parameters: concurrency, balancer" in bogus.stderr
+    assert not out.exists()
+    # report covers the whole experiment: a filter is named as such, not as an experiment
+    report = netrig("report", "shootout:balancer=pen", "-o", str(tmp_path / "r.html"), *db)
+    assert report.returncode == 2 and "takes no filters" in report.stderr, report.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_experiment_without_sweep(shootout_db: Path) -> None:
     with ResultStore(shootout_db) as store:
         single = load(store, "single")

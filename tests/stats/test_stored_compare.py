@@ -309,6 +309,7 @@ def test_stat_experiment_errors(db: Path) -> None:
     none = netrig("stat", "--experiment", "ring:hops=5", "--db", str(db))
     assert none.returncode == 2 and none.stdout == "", none.stdout
     assert "no run of experiment 1 matches hops=5" in none.stderr
+    assert "(ring has hops 1, " in none.stderr  # the values there are
 
 
 def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
