@@ -43,8 +43,8 @@ class SummaryRow:
 
 def metric_label(measurement: str, metric: str) -> str:
     """`iperf3 throughput`; a metric named as its measurement once (`convergence`, not
-    `convergence convergence`)."""
-    return metric if metric == measurement else f"{measurement} {metric}"
+    `convergence convergence`); a measurement that stored no metric by its name alone."""
+    return metric if metric == measurement else f"{measurement} {metric}".strip()
 
 
 def headline_metrics(measurement: str, kind: str | None = None) -> tuple[str, ...] | None:
@@ -65,7 +65,9 @@ def summarize(
 ) -> list[SummaryRow]:
     """One row per (sweep point, measurement, metric), points in the order the file's
     `vary:` gives their values (runs spread over hosts, or interleaved, finish in any
-    order); a measurement's default metrics are those of its plugin, whatever its name."""
+    order); a measurement's default metrics are those of its plugin, whatever its name.
+    A measurement whose runs all failed has its rows too, with N 0 and its failed count
+    (metric "" when it stored no sample at all), as the HTML report shows it."""
     runs = store.runs(experiment_id)
     record = store.experiment(experiment_id)
     kinds = record.measurements
@@ -85,14 +87,22 @@ def summarize(
         for name, sample in store.samples(run.id):
             if sample.t is not None or sample.stream is not None:
                 continue
-            if not run.counts_for(name):  # its failure, or the whole run's
-                continue
             wanted = None if all_metrics else headline_metrics(name, kinds.get(name))
             if wanted is not None and sample.metric not in wanted:
                 continue
+            # a column even when no value counts: wrk failing every run beside ab had
+            # left no wrk row, and ab's numbers alone (unlabelled) read as the result
+            units.setdefault((name, sample.metric), sample.unit)
+            if not run.counts_for(name):  # its failure, or the whole run's
+                continue
             values[(key, name, sample.metric)].append(sample.value)
-            units[(name, sample.metric)] = sample.unit
     columns = list(units)  # (measurement, metric) in order of first appearance
+    sampled = {name for name, _ in columns}
+    for name in [*kinds, *(m for run in runs for m in run.failed_measurements or ())]:
+        if name not in sampled and any(run.failed_for(name) for run in runs):
+            columns.append((name, ""))  # failed before it gave any sample: a row still
+            units[(name, "")] = ""
+            sampled.add(name)
     rows = []
     for key, point in sorted(points.items(), key=lambda item: point_order(item[1], order)):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
