@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from netrig import measure
@@ -71,7 +71,8 @@ def summarize(
     runs = store.runs(experiment_id)
     record = store.experiment(experiment_id)
     kinds = record.measurements
-    order = value_order((run.point for run in runs), vary_shape(record.file_text).order)
+    shape = vary_shape(record.file_text)
+    order = value_order((run.point for run in runs), shape.order)
     points: dict[str, dict[str, object]] = {}
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -104,7 +105,9 @@ def summarize(
             units[(name, "")] = ""
             sampled.add(name)
     rows = []
-    for key, point in sorted(points.items(), key=lambda item: point_order(item[1], order)):
+    for key, point in sorted(
+        points.items(), key=lambda item: point_order(item[1], order, shape.points)
+    ):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
         shown = False
         for name, metric in columns:
@@ -126,10 +129,11 @@ def summarize(
 class VaryShape:
     """What the stored file's `vary:` says, with the run's `--set` values over it: each
     parameter's values (as rendered) in the file's order, and whether it lists points
-    (no grid)."""
+    (no grid), with those points (values as rendered) in the file's order."""
 
     order: dict[str, list[str]]
     listed: bool = False
+    points: tuple[dict[str, str], ...] = ()
 
 
 def vary_shape(file_text: str) -> VaryShape:
@@ -142,11 +146,14 @@ def vary_shape(file_text: str) -> VaryShape:
     except (yaml.YAMLError, AttributeError):
         return VaryShape({})
     order: dict[str, list[str]] = {}
+    points: list[dict[str, str]] = []
     if isinstance(vary, dict):
         for name, values in vary.items():
             order[str(name)] = [render(v) for v in values] if isinstance(values, list) else []
     elif isinstance(vary, list):
         for point in vary:
+            if isinstance(point, dict):
+                points.append({str(name): render(value) for name, value in point.items()})
             for name, value in (point.items() if isinstance(point, dict) else ()):
                 seen = order.setdefault(str(name), [])
                 if render(value) not in seen:
@@ -158,7 +165,7 @@ def vary_shape(file_text: str) -> VaryShape:
             continue
         if name in order and isinstance(values, list):
             order[name] = [render(v) for v in values]
-    return VaryShape(order, isinstance(vary, list))
+    return VaryShape(order, isinstance(vary, list), tuple(points))
 
 
 def value_order(
@@ -184,10 +191,29 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def point_order(point: Mapping[str, object], order: Mapping[str, list[str]]) -> tuple[int, ...]:
+def point_order(
+    point: Mapping[str, object],
+    order: Mapping[str, list[str]],
+    listed: Sequence[Mapping[str, str]] = (),
+) -> tuple[int, ...]:
     """Sort key of a sweep point: its values in key order, each by its place in `order`
-    (value_order's, which lists every value of the points it was made from)."""
-    return tuple(order[name].index(render(value)) for name, value in point.items())
+    (value_order's, which lists every value of the points it was made from). A sweep
+    given as a list of points (`listed`, VaryShape.points) goes by the list first: sorting
+    by values had put [{lb: pen, c: 5}, {lb: hap, c: 5}, {lb: pen, c: 50}] as pen/5,
+    pen/50, hap/5. A part of a point (stat --by, host added) ranks as the first listed
+    point it agrees with; a point the list lacks comes after the listed ones."""
+    by_values = tuple(order[name].index(render(value)) for name, value in point.items())
+    if not listed:
+        return by_values
+    rank = next(
+        (
+            i
+            for i, shown in enumerate(listed)
+            if all(render(value) == shown[name] for name, value in point.items() if name in shown)
+        ),
+        len(listed),
+    )
+    return (rank, *by_values)
 
 
 def _row(

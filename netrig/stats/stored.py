@@ -165,7 +165,9 @@ class StoredExperiment:
             if point_matches(r.run.point, filters):
                 seen.setdefault(point_key(r.run.point), r.run.point)
         order = value_order(seen.values(), self.vary.order)
-        return sorted(seen.values(), key=lambda point: point_order(point, order))
+        return sorted(
+            seen.values(), key=lambda point: point_order(point, order, self.vary.points)
+        )
 
     @functools.cached_property
     def vary(self) -> VaryShape:
@@ -392,7 +394,9 @@ def collect(
             group.interrupted += 1
     # as the points: the file's order, not the order the runs ended
     order = value_order((dict(key) for key in groups), data.vary.order)
-    return sorted(groups.values(), key=lambda g: point_order(dict(g.key), order))
+    return sorted(
+        groups.values(), key=lambda g: point_order(dict(g.key), order, data.vary.points)
+    )
 
 
 def pooled(groups: Sequence[Group], key: GroupKey = ()) -> Group:

@@ -225,3 +225,45 @@ def test_a_measurement_whose_runs_all_failed_keeps_its_rows(
     assert len(wrk) == 2 and len(ab) == 2, table  # labelled: two measurements
     assert all(cells[-6:-4] == ["0", "2"] for cells in wrk), table  # N 0, failed 2
     assert all("requests_per_s" in cells and "17290" in cells for cells in ab), table
+
+
+LISTED = """name: lbs
+vary:
+  - {lb: pen, c: 5}
+  - {lb: hap, c: 5}
+  - {lb: pen, c: 50}
+"""
+
+
+def test_points_of_a_list_keep_the_files_order_everywhere(tmp_path: Path) -> None:
+    """`vary:` as a list of points had been sorted by value (pen/5, pen/50, hap/5) in the
+    summary, stat --experiment and the report; the README says the file's order."""
+    from netrig.cli.cmd_compare import stat_text
+    from netrig.report.html import render as render_html
+    from netrig.stats.stored import MetricRef, collect, load
+
+    with ResultStore(tmp_path / "l.db") as store:
+        eid = store.begin_experiment("lbs", LISTED, {}, {"ab": "ab"})
+        # stored in another order than the file's, as a cluster or --resume may
+        for rep in (1, 2, 3):
+            for lb, c in (("pen", 50), ("hap", 5), ("pen", 5)):
+                samples = {"ab": [Sample("requests_per_s", 1000.0 * c + rep, "req/s")]}
+                store.record_run(eid, {"lb": lb, "c": c}, rep, "ok", samples)
+        wanted = ["lb=pen, c=5", "lb=hap, c=5", "lb=pen, c=50"]
+        assert [r.label for r in summarize(store, eid)] == wanted
+        data = load(store, "lbs")
+        assert [f"lb={p['lb']}, c={p['c']}" for p in data.points()] == wanted
+        metric = MetricRef("ab", "requests_per_s", "req/s")
+        assert [g.label for g in collect(data, metric)] == wanted
+        # a part of a point ranks as the first listed point it agrees with
+        assert [g.label for g in collect(data, metric, by=["lb"])] == ["lb=pen", "lb=hap"]
+        assert [g.label for g in collect(data, metric, by=["c"])] == ["c=5", "c=50"]
+        text, code = stat_text(store, "lbs")
+        assert code == 0
+        titles = [line for line in text.splitlines() if line.startswith("== ")]
+        assert titles == [f"== ab requests_per_s (req/s), {label}" for label in wanted]
+        html = render_html(data)
+    results = html[html.index('id="results"') :]
+    rows = [results.index(f"<td>{lb}</td><td>{c}</td>") for lb, c in
+            (("pen", "5"), ("hap", "5"), ("pen", "50"))]  # fmt: skip
+    assert rows == sorted(rows)
