@@ -143,8 +143,9 @@ def compare_command(
       netrig compare hops=1 hops=8 --metric throughput
 
     For each metric: ministat's block (A is x, B is +) with Student's t, then the
-    relative difference with its confidence interval (Fieller), Welch's t when an F
-    test finds the variances differ, the Mann-Whitney U test (no normality assumed:
+    relative difference with its confidence interval (Fieller's, with pooled variances
+    while Student's t holds, else with Welch's), Welch's t when an F test finds the
+    variances differ, the Mann-Whitney U test (no normality assumed:
     latencies), and a warning when the runs per side are too few to detect a
     --detect difference with 80% power. Only runs that succeeded give values (and
     those failed by another measurement only); failed runs are listed with their
