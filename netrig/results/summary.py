@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from netrig import measure
-from netrig.base.scale import display_scale
+from netrig.base.scale import display_scale, number_text
 from netrig.base.values import render
 from netrig.experiment.disruption import HEADLINE
 from netrig.model.overrides import stored_overrides
@@ -249,10 +249,7 @@ def scale(unit: str, reference: float | None) -> tuple[float, str]:
 
 def fmt(value: float | None, factor: float = 1.0) -> str:
     """Four significant digits; a number of 10,000 to 10^15 whole (16990, not 1.699e+04:
-    req/s has no larger unit to scale to)."""
+    req/s has no larger unit to scale to), as the report writes it (number_text)."""
     if value is None:
         return "-"
-    shown = value / factor
-    if 1e4 <= abs(shown) < 1e15:
-        return f"{shown:.0f}"
-    return f"{shown:.4g}"
+    return number_text(value / factor)
