@@ -16,7 +16,14 @@ from shootout_data import CONCURRENCY, base_rate
 
 from netrig.base.sample import Sample
 from netrig.base.scale import display_scale
-from netrig.report.plots import FAILED_COLOR, FAILED_GID, PlotRequest, figure, save
+from netrig.report.plots import (
+    EMPTY_GID,
+    FAILED_COLOR,
+    FAILED_GID,
+    PlotRequest,
+    figure,
+    save,
+)
 from netrig.results.store import ResultStore
 from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
 
@@ -270,6 +277,33 @@ def test_plot_command_of_no_run_writes_nothing(shootout_db: Path, tmp_path: Path
     report = netrig("report", "shootout:balancer=pen", "-o", str(tmp_path / "r.html"), *db)
     assert report.returncode == 2 and "takes no filters" in report.stderr, report.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("kind", ["line", "box", "cdf"])
+def test_a_plot_with_no_value_says_so_instead_of_an_axis_near_zero(
+    tmp_path: Path, kind: str
+) -> None:
+    """Every point failed: the y axis had run 0–0.05 (matplotlib's default), which read
+    as values near zero."""
+    with ResultStore(tmp_path / "f.db") as store:
+        eid = store.begin_experiment("down", "name: down\nvary:\n  c: [5, 50]\n", {})
+        for c in (5, 50):
+            for rep in (1, 2):
+                partial = {"iperf3": [Sample("throughput", 3.0, "bit/s")]}
+                store.record_run(eid, {"c": c}, rep, "failed", partial, "iperf3: refused")
+        down = load(store, "down")
+    ax = figure(down, PlotRequest(kind=kind, x="c")).axes[0]  # type: ignore[arg-type]
+    notes = [t.get_text() for t in ax.texts if t.get_gid() == EMPTY_GID]
+    assert notes == ["no value of iperf3 throughput to show: every run failed (4)"]
+    assert list(ax.get_yticks()) == []
+    if kind == "cdf":
+        assert list(ax.get_xticks()) == []
+
+
+def test_a_plot_with_values_has_no_empty_note(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["line"]).axes[0]
+    assert not [t for t in ax.texts if t.get_gid() == EMPTY_GID]
+    assert len(ax.get_yticks()) > 2
 
 
 def test_experiment_without_sweep(shootout_db: Path) -> None:
