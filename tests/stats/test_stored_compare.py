@@ -328,3 +328,35 @@ def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
     assert not stored_mode(["file", "--experiment"], posixly_correct=True)
     assert stored_mode(["file", "--experiment"], posixly_correct=False)
     assert not stored_mode(["a", "b"])
+
+
+def test_filters_alone_on_a_newest_experiment_without_that_parameter(tmp_path: Path) -> None:
+    """`compare alg=roundrobin alg=leastconn` took the newest experiment, which has no
+    `alg`, and said it had no metric 'requests_per_s' (with --metric) instead."""
+    path = tmp_path / "two.db"
+    with ResultStore(path) as store:
+        lb = store.begin_experiment("lbalg", "name: lbalg\n", {}, {"ab": "ab"})
+        for alg in ("roundrobin", "leastconn"):
+            for rep in range(3):
+                samples = {"ab": [Sample("requests_per_s", 17000.0 + rep, "req/s")]}
+                store.record_run(lb, {"alg": alg}, rep, "ok", samples)
+        ring = store.begin_experiment("ring", "name: ring\n", {}, {"iperf3": "iperf3"})
+        for hops in (1, 2):
+            samples = {"iperf3": [Sample("throughput", 9e9, "bit/s")]}
+            store.record_run(ring, {"hops": hops}, 0, "ok", samples)
+    for extra in ((), ("--metric", "requests_per_s")):
+        done = netrig("compare", "alg=roundrobin", "alg=leastconn", *extra, "--db", str(path))
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert done.stderr == (
+            "netrig: 'alg=roundrobin' names no experiment, so it took the newest, experiment 2 "
+            "(ring), which has no sweep parameter 'alg'; lbalg (experiment 1) has it: write "
+            "lbalg:alg=roundrobin\n"
+        )
+    other = netrig("compare", "ring:hops=1", "alg=leastconn", "--db", str(path))
+    assert other.returncode == 2
+    assert "'alg=leastconn' names no experiment, so it took the other side's" in other.stderr
+    nowhere = netrig("compare", "bogus=1", "bogus=2", "--db", str(path))
+    assert nowhere.returncode == 2 and f"no experiment in {path} has it" in nowhere.stderr
+    named = netrig("compare", "lbalg:alg=roundrobin", "lbalg:alg=leastconn", "--db", str(path))
+    assert named.returncode == 0, named.stderr
+    assert "== ab requests_per_s (req/s)" in named.stdout
