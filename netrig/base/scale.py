@@ -43,10 +43,23 @@ class Scale:
         return value / self.factor
 
     def text(self, value: float | None, digits: int = 4) -> str:
-        """The value in this unit with `digits` significant digits; "-" for None or NaN."""
+        """The value in this unit as number_text writes it; "-" for None or NaN."""
         if value is None or math.isnan(value):
             return "-"
-        return f"{value / self.factor:.{digits}g}"
+        return number_text(value / self.factor, digits)
+
+
+def number_text(value: float, digits: int = 4) -> str:
+    """`digits` significant digits; a number of 10,000 to 10^15 whole (17289, not
+    1.729e+04: req/s has no larger unit to scale to). The terminal's tables and the
+    report's both write numbers so, and so read alike.
+
+    >>> number_text(17289.4), number_text(9.41), number_text(2.5e-5)
+    ('17289', '9.41', '2.5e-05')
+    """
+    if 1e4 <= abs(value) < 1e15:
+        return f"{value:.0f}"
+    return f"{value:.{digits}g}"
 
 
 def display_scale(unit: str, values: Iterable[float]) -> Scale:

@@ -143,8 +143,9 @@ def compare_command(
       netrig compare hops=1 hops=8 --metric throughput
 
     For each metric: ministat's block (A is x, B is +) with Student's t, then the
-    relative difference with its confidence interval (Fieller), Welch's t when an F
-    test finds the variances differ, the Mann-Whitney U test (no normality assumed:
+    relative difference with its confidence interval (Fieller's, with pooled variances
+    while Student's t holds, else with Welch's), Welch's t when an F test finds the
+    variances differ, the Mann-Whitney U test (no normality assumed:
     latencies), and a warning when the runs per side are too few to detect a
     --detect difference with 80% power. Only runs that succeeded give values (and
     those failed by another measurement only); failed runs are listed with their
@@ -182,19 +183,45 @@ def _sides(store: Any, a: str, b: str) -> tuple[Any, Any, Any, Any]:
     from netrig.stats.stored import load, parse_selector
 
     sa, sb = parse_selector(a), parse_selector(b)
+    taken = {a: "", b: ""}  # how a side that names no experiment got one
     if sa.experiment is None or sb.experiment is None:
         fallback = sa.experiment or sb.experiment
+        how = "the other side's"
         if fallback is None:
             everything = store.experiments()
             if not everything:
                 raise CommandError(f"{store.path} holds no experiment")
-            fallback = str(everything[-1].id)
+            fallback, how = str(everything[-1].id), "the newest"
+        taken = {given: how if s.experiment is None else "" for given, s in ((a, sa), (b, sb))}
         sa = type(sa)(sa.experiment or fallback, sa.filters)
         sb = type(sb)(sb.experiment or fallback, sb.filters)
     assert sa.experiment is not None and sb.experiment is not None  # a fallback named both
     da = load(store, sa.experiment)
     db = da if sb.experiment == sa.experiment else load(store, sb.experiment)
+    # the filters' parameters before any metric: `alg=x alg=y` on a newest experiment
+    # without `alg` had said it has no metric 'requests_per_s'
+    for given, selector, data in ((a, sa, da), (b, sb, db)):
+        names = [name for name, _ in selector.filters]
+        if not taken[given] or all(name in data.params for name in names):
+            data.check_params(names)
+            continue
+        missing = next(name for name in names if name not in data.params)
+        raise CommandError(
+            f"{given!r} names no experiment, so it took {taken[given]}, experiment "
+            f"{data.experiment.id} ({data.experiment.name}), which has no sweep parameter "
+            f"{missing!r}" + _having(store, missing, selector)
+        )
     return sa, sb, da, db
+
+
+def _having(store: Any, param: str, selector: Any) -> str:
+    """`; lbalg (experiment 3) has it: write lbalg:alg=roundrobin`, for the newest
+    experiment whose runs have `param`, or '' when none has."""
+    for record in reversed(store.experiments()):
+        if any(param in run.point for run in store.runs(record.id)):
+            filters = ",".join(f"{k}={v}" for k, v in selector.filters)
+            return f"; {record.name} (experiment {record.id}) has it: write {record.name}:{filters}"
+    return f"; no experiment in {store.path} has it"
 
 
 def compare_text(
@@ -435,6 +462,7 @@ def stat_text(
         )
     if by is not None:
         data.check_params([by])
+    data.check_filters(selector.filters)
     metrics = resolve_metrics(data, metric_names)
     if not metrics:
         raise CommandError(f"experiment {data.experiment.id} stored no samples", EXIT_FAILURE)

@@ -122,9 +122,11 @@ def plot_command(
 
     Values are shown in a readable unit (Gbit/s, Mpps, ms, µs). A sweep point
     whose runs all failed leaves a gap in its line and is marked with a red ×
-    (legend: failed); it is never drawn as a zero.
+    (legend: failed); it is never drawn as a zero. A plot with no value at all
+    (every run failed) has no numbers on its value axis and says so.
 
-    Exit codes: 0 written, 2 bad input (unknown experiment, parameter or metric).
+    Exit codes: 0 written, 2 bad input (unknown experiment, parameter or metric,
+    or filters that no run matches: nothing is written).
     """
     from netrig.report.plots import FORMATS, PlotRequest, figure, save
     from netrig.stats.stored import load, parse_filters, parse_selector

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from netrig.cli.cmd_compare import DB_OPTION, open_store, reported_errors
+from netrig.cli.cmd_compare import DB_OPTION, CommandError, open_store, reported_errors
 from netrig.cli.group import cli
 
 
@@ -32,13 +32,21 @@ def report_command(ref: str, output: str, db: str) -> None:
     \b
       netrig report ring-hops -o ring-hops.html
 
-    Exit codes: 0 written, 2 bad input (unknown experiment or database).
+    Exit codes: 0 written, 2 bad input (unknown experiment or database; filters such
+    as EXPERIMENT:hops=5, which a report of the whole experiment does not take).
     """
     from netrig.report.html import render
-    from netrig.stats.stored import load
+    from netrig.stats.stored import load, parse_selector
 
     with reported_errors():
         with open_store(db) as store:
+            selector = parse_selector(ref)
+            if selector.filters and store.find_experiment(ref) is None:
+                # `report EXP:hops=7` had said "no experiment 'EXP:hops=7'"
+                raise CommandError(
+                    f"{ref!r}: a report covers a whole experiment and takes no filters; "
+                    f"write netrig report {selector.experiment or 'EXPERIMENT'}"
+                )
             data = load(store, ref)
         text = render(data)
     if output == "-":

@@ -426,7 +426,8 @@ def _comparisons(data: StoredExperiment, metrics: Sequence[MetricRef], layout: L
         how = f"at each {layout.x}, each {layout.group} against {layout.group}={first}"
     out.append(
         f'<p class="note">{escape(how)}, at 95% confidence; relative differences with '
-        "Fieller's interval, Welch's t where the variances differ, Mann–Whitney U for "
+        "Fieller's interval (pooled variances, as Student's t, unless they differ), "
+        "Welch's t where the variances differ, Mann–Whitney U for "
         "skewed data, and the runs per side a 2% difference would need (80% power).</p>"
     )
     for metric in metrics:

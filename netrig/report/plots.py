@@ -52,6 +52,7 @@ FORMATS: tuple[str, ...] = ("png", "svg", "pdf")
 FAILED_COLOR = "#d62728"  # matplotlib's C3: kept for failures, never a series colour
 SERIES_COLORS = ("C0", "C1", "C2", "C4", "C5", "C6", "C7", "C8", "C9")
 FAILED_GID = "failed"  # the gid of every artist that marks a failed sweep point
+EMPTY_GID = "no-value"  # the gid of the note on a plot that has no value at all
 FAILED_Y = 0.95  # height of the failure marks, as a fraction of the axes
 FAILED_STEP = 0.06  # lower by this much per group, so marks of several groups stay apart
 
@@ -77,6 +78,7 @@ class PlotRequest:
 
 def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
     """The figure for `req` (SelectionError when the experiment lacks what it names)."""
+    data.check_filters(req.filters)  # before any other check: name what does not match
     metric = _one_metric(data, req.y)
     fig = Figure(figsize=req.size, layout="constrained")
     FigureCanvasAgg(fig)
@@ -93,6 +95,7 @@ def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
         ax.set_yscale("log")
     if not req.log_y and req.kind in ("line", "box") and ax.dataLim.y0 >= 0:
         ax.set_ylim(bottom=0)  # no value is negative: do not magnify differences
+    _say_when_empty(ax, data, metric, req)
     handles, labels = ax.get_legend_handles_labels()
     # the data first, the failure marks after it
     order = sorted(range(len(handles)), key=lambda k: _is_failure_mark(handles[k]))
@@ -101,6 +104,27 @@ def figure(data: StoredExperiment, req: PlotRequest) -> Figure:
         legend_title = req.group if req.kind in ("line", "box") else None
         ax.legend(handles, labels, title=legend_title, fontsize=8, title_fontsize=8)
     return fig
+
+
+def _say_when_empty(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -> None:
+    """No value at all (every run failed): matplotlib's default y axis of 0–0.05 had read
+    as values near zero. The axis loses its numbers and the picture says why."""
+    if req.kind == "timeseries":
+        if run_series(data, metric, req.filters):
+            return
+        failed = sum(r.run.failed_for(metric.measurement) for r in data.runs
+                     if point_matches(r.run.point, req.filters))  # fmt: skip
+    else:
+        groups = collect(data, metric, filters=req.filters, kind=_kind(data, metric, req))
+        if any(g.values for g in groups):
+            return
+        failed = sum(len(g.failed) for g in groups)
+    ax.set_yticks([])
+    if req.kind == "cdf":  # its x axis is the metric's: no value either
+        ax.set_xticks([])
+    why = f"every run failed ({failed})" if failed else "no run gave one"
+    ax.text(0.5, 0.5, f"no value of {metric.label} to show: {why}", transform=ax.transAxes,
+            ha="center", va="center", color=FAILED_COLOR, fontsize=11, gid=EMPTY_GID)  # fmt: skip
 
 
 def series_color(i: int) -> str:

@@ -7,8 +7,8 @@ Welch's t when the variances differ, the Mann–Whitney U test, the relative dif
 its confidence interval, and how many runs a difference of the asked size needs.
 
     >>> c = compare([100, 101, 99, 100.5], [104, 105, 103, 104.5], confidence=0.95)
-    >>> c.relative.significant, c.runs_ok
-    (True, True)
+    >>> c.relative.significant, c.student, c.runs_ok  # 4 runs cannot detect 2 %
+    (True, True, False)
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ class Comparison:
     mw_floor: float | None
     detect: float | None  # relative difference to detect, 0.02 for 2 %
     needed: SampleSize | None
+    # Student's t holds (variances alike, and ministat's block there to print it): the
+    # relative interval then pools the variances as Student's t does, else it is Welch's
+    student: bool = True
 
     @property
     def runs_ok(self) -> bool:
@@ -102,6 +105,9 @@ def compare(
     """Every test on the two samples (each needs at least 2 values)."""
     a = np.asarray(reference, dtype=np.float64)
     b = np.asarray(candidate, dtype=np.float64)
+    variances = variance_test(a, b, confidence)
+    # as the verdict printed beside the interval: see variance_line
+    student = not variances.differ and min(len(a), len(b)) >= MINISTAT_MIN_VALUES
     needed = None
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
         try:
@@ -113,12 +119,13 @@ def compare(
         b,
         confidence,
         welch_t(a, b, confidence),
-        variance_test(a, b, confidence),
-        relative_difference(a, b, confidence),
+        variances,
+        relative_difference(a, b, confidence, pooled=student),
         mann_whitney(a, b, confidence),
         mann_whitney_floor(len(a), len(b)),
         detect,
         needed,
+        student,
     )
 
 
@@ -141,13 +148,14 @@ def relative_line(c: Comparison) -> str:
             f"Relative difference: {shown}interval unbounded "
             "(the reference mean is not clearly away from 0)"
         )
+    assumption = "as Student's t" if c.student else "as Welch's t"
     if r.significant:
         what = "a real increase" if r.ci_low > 0 else "a real decrease"
     else:
         what = "no difference proven"
     return (
         f"Relative difference: {_pct(r.percent)}, {c.confidence * 100:.1f}% interval "
-        f"{_pct(r.ci_low)} .. {_pct(r.ci_high)} (Fieller): {what}"
+        f"{_pct(r.ci_low)} .. {_pct(r.ci_high)} (Fieller, {assumption}): {what}"
     )
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from netrig import measure
-from netrig.base.scale import display_scale
+from netrig.base.scale import display_scale, number_text
 from netrig.base.values import render
 from netrig.experiment.disruption import HEADLINE
 from netrig.model.overrides import stored_overrides
@@ -43,8 +43,8 @@ class SummaryRow:
 
 def metric_label(measurement: str, metric: str) -> str:
     """`iperf3 throughput`; a metric named as its measurement once (`convergence`, not
-    `convergence convergence`)."""
-    return metric if metric == measurement else f"{measurement} {metric}"
+    `convergence convergence`); a measurement that stored no metric by its name alone."""
+    return metric if metric == measurement else f"{measurement} {metric}".strip()
 
 
 def headline_metrics(measurement: str, kind: str | None = None) -> tuple[str, ...] | None:
@@ -65,11 +65,14 @@ def summarize(
 ) -> list[SummaryRow]:
     """One row per (sweep point, measurement, metric), points in the order the file's
     `vary:` gives their values (runs spread over hosts, or interleaved, finish in any
-    order); a measurement's default metrics are those of its plugin, whatever its name."""
+    order); a measurement's default metrics are those of its plugin, whatever its name.
+    A measurement whose runs all failed has its rows too, with N 0 and its failed count
+    (metric "" when it stored no sample at all), as the HTML report shows it."""
     runs = store.runs(experiment_id)
     record = store.experiment(experiment_id)
     kinds = record.measurements
-    order = value_order((run.point for run in runs), vary_shape(record.file_text).order)
+    shape = vary_shape(record.file_text)
+    order = value_order((run.point for run in runs), shape.order)
     points: dict[str, dict[str, object]] = {}
     status: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
@@ -85,16 +88,26 @@ def summarize(
         for name, sample in store.samples(run.id):
             if sample.t is not None or sample.stream is not None:
                 continue
-            if not run.counts_for(name):  # its failure, or the whole run's
-                continue
             wanted = None if all_metrics else headline_metrics(name, kinds.get(name))
             if wanted is not None and sample.metric not in wanted:
                 continue
+            # a column even when no value counts: wrk failing every run beside ab had
+            # left no wrk row, and ab's numbers alone (unlabelled) read as the result
+            units.setdefault((name, sample.metric), sample.unit)
+            if not run.counts_for(name):  # its failure, or the whole run's
+                continue
             values[(key, name, sample.metric)].append(sample.value)
-            units[(name, sample.metric)] = sample.unit
     columns = list(units)  # (measurement, metric) in order of first appearance
+    sampled = {name for name, _ in columns}
+    for name in [*kinds, *(m for run in runs for m in run.failed_measurements or ())]:
+        if name not in sampled and any(run.failed_for(name) for run in runs):
+            columns.append((name, ""))  # failed before it gave any sample: a row still
+            units[(name, "")] = ""
+            sampled.add(name)
     rows = []
-    for key, point in sorted(points.items(), key=lambda item: point_order(item[1], order)):
+    for key, point in sorted(
+        points.items(), key=lambda item: point_order(item[1], order, shape.points)
+    ):
         failed, interrupted = status[key]["failed"], status[key]["interrupted"]
         shown = False
         for name, metric in columns:
@@ -116,10 +129,11 @@ def summarize(
 class VaryShape:
     """What the stored file's `vary:` says, with the run's `--set` values over it: each
     parameter's values (as rendered) in the file's order, and whether it lists points
-    (no grid)."""
+    (no grid), with those points (values as rendered) in the file's order."""
 
     order: dict[str, list[str]]
     listed: bool = False
+    points: tuple[dict[str, str], ...] = ()
 
 
 def vary_shape(file_text: str) -> VaryShape:
@@ -132,11 +146,14 @@ def vary_shape(file_text: str) -> VaryShape:
     except (yaml.YAMLError, AttributeError):
         return VaryShape({})
     order: dict[str, list[str]] = {}
+    points: list[dict[str, str]] = []
     if isinstance(vary, dict):
         for name, values in vary.items():
             order[str(name)] = [render(v) for v in values] if isinstance(values, list) else []
     elif isinstance(vary, list):
         for point in vary:
+            if isinstance(point, dict):
+                points.append({str(name): render(value) for name, value in point.items()})
             for name, value in (point.items() if isinstance(point, dict) else ()):
                 seen = order.setdefault(str(name), [])
                 if render(value) not in seen:
@@ -148,7 +165,7 @@ def vary_shape(file_text: str) -> VaryShape:
             continue
         if name in order and isinstance(values, list):
             order[name] = [render(v) for v in values]
-    return VaryShape(order, isinstance(vary, list))
+    return VaryShape(order, isinstance(vary, list), tuple(points))
 
 
 def value_order(
@@ -174,10 +191,29 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def point_order(point: Mapping[str, object], order: Mapping[str, list[str]]) -> tuple[int, ...]:
+def point_order(
+    point: Mapping[str, object],
+    order: Mapping[str, list[str]],
+    listed: Sequence[Mapping[str, str]] = (),
+) -> tuple[int, ...]:
     """Sort key of a sweep point: its values in key order, each by its place in `order`
-    (value_order's, which lists every value of the points it was made from)."""
-    return tuple(order[name].index(render(value)) for name, value in point.items())
+    (value_order's, which lists every value of the points it was made from). A sweep
+    given as a list of points (`listed`, VaryShape.points) goes by the list first: sorting
+    by values had put [{lb: pen, c: 5}, {lb: hap, c: 5}, {lb: pen, c: 50}] as pen/5,
+    pen/50, hap/5. A part of a point (stat --by, host added) ranks as the first listed
+    point it agrees with; a point the list lacks comes after the listed ones."""
+    by_values = tuple(order[name].index(render(value)) for name, value in point.items())
+    if not listed:
+        return by_values
+    rank = next(
+        (
+            i
+            for i, shown in enumerate(listed)
+            if all(render(value) == shown[name] for name, value in point.items() if name in shown)
+        ),
+        len(listed),
+    )
+    return (rank, *by_values)
 
 
 def _row(
@@ -213,10 +249,7 @@ def scale(unit: str, reference: float | None) -> tuple[float, str]:
 
 def fmt(value: float | None, factor: float = 1.0) -> str:
     """Four significant digits; a number of 10,000 to 10^15 whole (16990, not 1.699e+04:
-    req/s has no larger unit to scale to)."""
+    req/s has no larger unit to scale to), as the report writes it (number_text)."""
     if value is None:
         return "-"
-    shown = value / factor
-    if 1e4 <= abs(shown) < 1e15:
-        return f"{shown:.0f}"
-    return f"{shown:.4g}"
+    return number_text(value / factor)

@@ -5,7 +5,8 @@ differences are always candidate - reference, as in ministat's verdict lines.
 
 - welch_t: Student's t without ministat's equal-variance assumption.
 - relative_difference: (candidate / reference - 1) with a Fieller confidence interval, which,
-  unlike ministat's ``e / avg``, also counts the uncertainty of the reference mean.
+  unlike ministat's ``e / avg``, also counts the uncertainty of the reference mean (under
+  Student's or Welch's variance assumption: the one of the verdict printed beside it).
 - mann_whitney: a rank test for skewed data such as latencies.
 - runs_needed: how many runs per side make a given relative difference detectable.
 
@@ -113,19 +114,28 @@ class RelativeDifference:
 
 
 def relative_difference(
-    reference: Sample, candidate: Sample, confidence: float = 0.95
+    reference: Sample, candidate: Sample, confidence: float = 0.95, *, pooled: bool = False
 ) -> RelativeDifference:
     """Fieller's interval for the ratio of two independent means, as a % change.
 
     Solves (mb - R ma)^2 <= t^2 (vb + R^2 va) for R, with va, vb the variances of the
-    means and t from Welch's degrees of freedom.
+    means. `pooled`: both from the pooled variance and t with n_a + n_b - 2 degrees of
+    freedom, Student's assumption; else each side's own variance and Welch's degrees of
+    freedom. Take the one whose t-test the reader is told holds: the interval then
+    excludes 0 % exactly when that test proves a difference (at R = 1 the inequality is
+    that test), where Welch's df beside Student's verdict had contradicted it.
     """
     _check_level(confidence, "confidence")
     a, b = _as_sample(reference, "reference"), _as_sample(candidate, "candidate")
     ma, mb = float(np.mean(a)), float(np.mean(b))
     sa2, sb2 = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    if pooled:
+        df = float(len(a) + len(b) - 2)
+        sa2 = sb2 = ((len(a) - 1) * sa2 + (len(b) - 1) * sb2) / df
+    else:
+        df = welch_df(sa2, len(a), sb2, len(b))
     va, vb = sa2 / len(a), sb2 / len(b)
-    t = float(stats.t.ppf(0.5 + confidence / 2, welch_df(sa2, len(a), sb2, len(b))))
+    t = float(stats.t.ppf(0.5 + confidence / 2, df))
     if ma == 0:
         return RelativeDifference(math.nan, -math.inf, math.inf, confidence, False)
     percent = (mb / ma - 1) * 100

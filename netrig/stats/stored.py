@@ -165,7 +165,9 @@ class StoredExperiment:
             if point_matches(r.run.point, filters):
                 seen.setdefault(point_key(r.run.point), r.run.point)
         order = value_order(seen.values(), self.vary.order)
-        return sorted(seen.values(), key=lambda point: point_order(point, order))
+        return sorted(
+            seen.values(), key=lambda point: point_order(point, order, self.vary.points)
+        )
 
     @functools.cached_property
     def vary(self) -> VaryShape:
@@ -206,6 +208,27 @@ class StoredExperiment:
                     f"experiment {self.experiment.id} ({self.experiment.name}) has no sweep "
                     f"parameter {name!r}; parameters: {known}"
                 )
+
+    def check_filters(self, filters: Sequence[tuple[str, str]]) -> None:
+        """SelectionError when a filter names an unknown parameter, or when no run matches
+        them all: a plot of nothing had been an empty picture and exit 0 (`stat` and
+        `compare` said so). The message lists the values each filtered parameter has."""
+        self.check_params([name for name, _ in filters])
+        if not filters or any(point_matches(_facets(r.run), filters) for r in self.runs):
+            return
+        wanted = ",".join(f"{name}={text}" for name, text in filters)
+        has = "; ".join(
+            f"{name} {', '.join(render(v) for v in self._facet_values(name))}"
+            for name in dict.fromkeys(name for name, _ in filters)
+        )
+        raise SelectionError(
+            f"no run of experiment {self.experiment.id} matches {wanted} "
+            f"({self.experiment.name} has {has})"
+        )
+
+    def _facet_values(self, name: str) -> list[Any]:
+        """The values a filterable name takes: a sweep parameter's, or the cluster hosts."""
+        return self.hosts if name == "host" else self.values_of(name)
 
 
 def find(store: ResultStore, ref: str | int) -> ExperimentRecord:
@@ -309,6 +332,11 @@ class Group:
         return dict(self.key).get(param)
 
 
+def _facets(run: Run) -> dict[str, Any]:
+    """What a filter can match in a run: its sweep point, and its cluster host if any."""
+    return {**run.point, "host": run.host} if run.host else run.point
+
+
 def _metric_values(r: StoredRun, metric: MetricRef, kind: SampleKind) -> list[float]:
     want_summary = kind == "summary"
     return [
@@ -345,7 +373,7 @@ def collect(
     groups: dict[GroupKey, Group] = {}
     for r in data.runs:
         point = r.run.point
-        facets = {**point, "host": r.run.host} if r.run.host else point
+        facets = _facets(r.run)
         if not point_matches(facets, filters):
             continue
         if by is None:
@@ -366,7 +394,9 @@ def collect(
             group.interrupted += 1
     # as the points: the file's order, not the order the runs ended
     order = value_order((dict(key) for key in groups), data.vary.order)
-    return sorted(groups.values(), key=lambda g: point_order(dict(g.key), order))
+    return sorted(
+        groups.values(), key=lambda g: point_order(dict(g.key), order, data.vary.points)
+    )
 
 
 def pooled(groups: Sequence[Group], key: GroupKey = ()) -> Group:
@@ -396,7 +426,7 @@ def run_series(
     data.check_params([name for name, _ in filters])
     out = []
     for r in data.runs:
-        if not point_matches(r.run.point, filters):
+        if not point_matches(_facets(r.run), filters):
             continue
         pairs = sorted(
             (s.t, s.value)

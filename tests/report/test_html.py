@@ -125,6 +125,30 @@ def test_a_sweep_of_listed_points_is_shown_and_compared_point_by_point(tmp_path:
     assert "distribution per sweep point" in text
 
 
+def test_report_writes_numbers_as_the_terminal_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """req/s has no larger unit: the report had written 1.729e+04 where the end-of-run
+    table prints 17289."""
+    from netrig.base.sample import Sample
+    from netrig.cli.cmd_run import print_summary
+
+    with ResultStore(tmp_path / "ab.db") as store:
+        eid = store.begin_experiment("ab", "name: ab\nvary:\n  c: [5, 50]\n", {}, {"ab": "ab"})
+        for rep, value in enumerate([17289.4, 17102.0, 17420.9]):
+            for c in (5, 50):
+                samples = [Sample("requests_per_s", value * c / 5, "req/s")]
+                store.record_run(eid, {"c": c}, rep, "ok", {"ab": samples})
+        text = render(load(store, "ab"))
+        print_summary(store, eid, "ab")
+    terminal = capsys.readouterr().out
+    start = text.index('id="results"')
+    results = text[start : text.index("</section>", start)]
+    for number in ("17289", "17102", "17421", "172894"):  # medians, minima, maxima
+        assert f">{number}<" in results and f" {number} " in terminal, number
+    assert "e+0" not in results, results
+
+
 def test_report_command(shootout_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.html"
     cmd = [sys.executable, "-m", "netrig", "report", "shootout", "-o", str(out)]

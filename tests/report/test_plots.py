@@ -16,7 +16,14 @@ from shootout_data import CONCURRENCY, base_rate
 
 from netrig.base.sample import Sample
 from netrig.base.scale import display_scale
-from netrig.report.plots import FAILED_COLOR, FAILED_GID, PlotRequest, figure, save
+from netrig.report.plots import (
+    EMPTY_GID,
+    FAILED_COLOR,
+    FAILED_GID,
+    PlotRequest,
+    figure,
+    save,
+)
 from netrig.results.store import ResultStore
 from netrig.stats.stored import SelectionError, StoredExperiment, load, mean_ci
 
@@ -220,6 +227,83 @@ def test_errors_say_how_to_fix(data: StoredExperiment) -> None:
         figure(data, PlotRequest(kind="line", x="concurrency", y="jitter"))
     with pytest.raises(SelectionError, match="no per-interval samples"):
         figure(data, PlotRequest(kind="timeseries", y="rtt_avg"))
+
+
+def test_filter_that_matches_no_run_is_refused(data: StoredExperiment) -> None:
+    """A value the sweep never had (7, fast, 1.0 where 1 is not a value) had drawn an
+    empty picture; an unknown parameter is named before any other complaint."""
+    for where, wanted in (
+        (("concurrency", "7"), "concurrency=7"),
+        (("balancer", "fast"), "balancer=fast"),
+        (("concurrency", "1.5"), "concurrency=1.5"),
+    ):
+        with pytest.raises(SelectionError) as caught:
+            figure(data, PlotRequest(kind="line", x="concurrency", filters=(where,)))
+        assert f"no run of experiment 1 matches {wanted}" in str(caught.value)
+    with pytest.raises(SelectionError, match=r"\(shootout has balancer pen, haproxy, nginx\)"):
+        figure(data, PlotRequest(kind="cdf", y="rtt", filters=(("balancer", "fast"),)))
+    # each value exists, but never together
+    with pytest.raises(SelectionError, match="matches concurrency=1,balancer=squid"):
+        figure(
+            data,
+            PlotRequest(kind="box", y="rtt", filters=(("concurrency", "1"), ("balancer", "squid"))),
+        )
+    with pytest.raises(SelectionError, match=r"no sweep parameter 'bogus'; parameters: concurr"):
+        figure(data, PlotRequest(kind="line", x="concurrency", filters=(("bogus", "1"),)))
+    # 1.0 is the value 1: that one matches and draws
+    ax = figure(
+        data, PlotRequest(kind="line", x="concurrency", filters=(("balancer", "pen"),
+                                                                 ("concurrency", "1.0")))
+    ).axes[0]
+    assert len(ax.lines) >= 1
+
+
+def test_plot_command_of_no_run_writes_nothing(shootout_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "w7.png"
+    db = ("--db", str(shootout_db))
+    where = netrig("plot", "shootout", "--x", "concurrency", "--where", "concurrency=7",
+                   "--where", "balancer=pen", "-o", str(out), *db)  # fmt: skip
+    assert where.returncode == 2 and where.stdout == "", where.stdout
+    assert "no run of experiment 1 matches concurrency=7,balancer=pen" in where.stderr
+    assert "concurrency 1, 10, 100, 1000" in where.stderr
+    selector = netrig("plot", "shootout:balancer=fast", "--x", "concurrency", "-o", str(out), *db)
+    assert selector.returncode == 2 and "matches balancer=fast" in selector.stderr
+    bogus = netrig("plot", "shootout", "--x", "concurrency", "--where", "bogus=1", "-o", str(out),
+                   *db)  # fmt: skip
+    assert bogus.returncode == 2 and "no sweep parameter 'bogus'" in bogus.stderr
+    assert "parameters: concurrency, balancer" in bogus.stderr
+    assert not out.exists()
+    # report covers the whole experiment: a filter is named as such, not as an experiment
+    report = netrig("report", "shootout:balancer=pen", "-o", str(tmp_path / "r.html"), *db)
+    assert report.returncode == 2 and "takes no filters" in report.stderr, report.stderr
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("kind", ["line", "box", "cdf"])
+def test_a_plot_with_no_value_says_so_instead_of_an_axis_near_zero(
+    tmp_path: Path, kind: str
+) -> None:
+    """Every point failed: the y axis had run 0–0.05 (matplotlib's default), which read
+    as values near zero."""
+    with ResultStore(tmp_path / "f.db") as store:
+        eid = store.begin_experiment("down", "name: down\nvary:\n  c: [5, 50]\n", {})
+        for c in (5, 50):
+            for rep in (1, 2):
+                partial = {"iperf3": [Sample("throughput", 3.0, "bit/s")]}
+                store.record_run(eid, {"c": c}, rep, "failed", partial, "iperf3: refused")
+        down = load(store, "down")
+    ax = figure(down, PlotRequest(kind=kind, x="c")).axes[0]  # type: ignore[arg-type]
+    notes = [t.get_text() for t in ax.texts if t.get_gid() == EMPTY_GID]
+    assert notes == ["no value of iperf3 throughput to show: every run failed (4)"]
+    assert list(ax.get_yticks()) == []
+    if kind == "cdf":
+        assert list(ax.get_xticks()) == []
+
+
+def test_a_plot_with_values_has_no_empty_note(data: StoredExperiment) -> None:
+    ax = figure(data, REQUESTS["line"]).axes[0]
+    assert not [t for t in ax.texts if t.get_gid() == EMPTY_GID]
+    assert len(ax.get_yticks()) > 2
 
 
 def test_experiment_without_sweep(shootout_db: Path) -> None:

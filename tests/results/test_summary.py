@@ -173,3 +173,97 @@ def test_the_export_says_which_values_of_a_partly_failed_run_count(tmp_path: Pat
         store.export_json(out, eid)
         (exp,) = json.loads(out.getvalue())["experiments"]
         assert exp["measurements"] == {"cmd": "command", "iperf3": "iperf3"}
+
+
+def _balancer_runs(store: ResultStore, wrk_samples: list[Sample]) -> int:
+    """Seed 004's report: wrk to a balancer fails every run, ab to web1 succeeds; each
+    run is failed by wrk alone, so ab's values count."""
+    kinds = {"wrk": "wrk", "ab": "ab"}
+    eid = store.begin_experiment("lb", "name: lb\nvary:\n  conc: [5, 50]\n", {}, kinds)
+    for conc in (5, 50):
+        for rep in (1, 2):
+            samples = {
+                "wrk": wrk_samples,
+                "ab": [Sample("requests_per_s", 17289.0 + rep, "req/s")],
+            }
+            store.record_run(eid, {"conc": conc}, rep, "failed", samples,
+                             "wrk: wrk exited with 1: connection refused",
+                             failed_measurements=["wrk"])  # fmt: skip
+    return eid
+
+
+@pytest.mark.parametrize(
+    ("wrk_samples", "wrk_metric"),
+    [([], ""), ([Sample("requests_per_s", 3.0, "req/s")], "requests_per_s")],
+    ids=["no-wrk-sample", "partial-wrk-sample"],
+)
+def test_a_measurement_whose_runs_all_failed_keeps_its_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], wrk_samples: list[Sample],
+    wrk_metric: str,
+) -> None:
+    """The summary had shown ab's numbers alone, unlabelled, as if nothing had failed;
+    the HTML report showed wrk's rows with `failed 2`."""
+    from netrig.cli.cmd_run import print_summary
+
+    with ResultStore(tmp_path / "lb.db") as store:
+        eid = _balancer_runs(store, wrk_samples)
+        rows = summarize(store, eid)
+        shown = [(r.label, r.measurement, r.metric, r.n, r.failed) for r in rows]
+        assert sorted(shown) == [
+            ("conc=5", "ab", "requests_per_s", 2, 0),
+            ("conc=5", "wrk", wrk_metric, 0, 2),
+            ("conc=50", "ab", "requests_per_s", 2, 0),
+            ("conc=50", "wrk", wrk_metric, 0, 2),
+        ]
+        assert [r.label for r in rows] == ["conc=5", "conc=5", "conc=50", "conc=50"]
+        assert all(r.median is None for r in rows if r.measurement == "wrk")  # never a zero
+        print_summary(store, eid, "lb")
+    table = capsys.readouterr().out
+    lines = [line.split() for line in table.splitlines() if "×" not in line]
+    wrk = [cells for cells in lines if "wrk" in cells]
+    ab = [cells for cells in lines if "ab" in cells]
+    assert len(wrk) == 2 and len(ab) == 2, table  # labelled: two measurements
+    assert all(cells[-6:-4] == ["0", "2"] for cells in wrk), table  # N 0, failed 2
+    assert all("requests_per_s" in cells and "17290" in cells for cells in ab), table
+
+
+LISTED = """name: lbs
+vary:
+  - {lb: pen, c: 5}
+  - {lb: hap, c: 5}
+  - {lb: pen, c: 50}
+"""
+
+
+def test_points_of_a_list_keep_the_files_order_everywhere(tmp_path: Path) -> None:
+    """`vary:` as a list of points had been sorted by value (pen/5, pen/50, hap/5) in the
+    summary, stat --experiment and the report; the README says the file's order."""
+    from netrig.cli.cmd_compare import stat_text
+    from netrig.report.html import render as render_html
+    from netrig.stats.stored import MetricRef, collect, load
+
+    with ResultStore(tmp_path / "l.db") as store:
+        eid = store.begin_experiment("lbs", LISTED, {}, {"ab": "ab"})
+        # stored in another order than the file's, as a cluster or --resume may
+        for rep in (1, 2, 3):
+            for lb, c in (("pen", 50), ("hap", 5), ("pen", 5)):
+                samples = {"ab": [Sample("requests_per_s", 1000.0 * c + rep, "req/s")]}
+                store.record_run(eid, {"lb": lb, "c": c}, rep, "ok", samples)
+        wanted = ["lb=pen, c=5", "lb=hap, c=5", "lb=pen, c=50"]
+        assert [r.label for r in summarize(store, eid)] == wanted
+        data = load(store, "lbs")
+        assert [f"lb={p['lb']}, c={p['c']}" for p in data.points()] == wanted
+        metric = MetricRef("ab", "requests_per_s", "req/s")
+        assert [g.label for g in collect(data, metric)] == wanted
+        # a part of a point ranks as the first listed point it agrees with
+        assert [g.label for g in collect(data, metric, by=["lb"])] == ["lb=pen", "lb=hap"]
+        assert [g.label for g in collect(data, metric, by=["c"])] == ["c=5", "c=50"]
+        text, code = stat_text(store, "lbs")
+        assert code == 0
+        titles = [line for line in text.splitlines() if line.startswith("== ")]
+        assert titles == [f"== ab requests_per_s (req/s), {label}" for label in wanted]
+        html = render_html(data)
+    results = html[html.index('id="results"') :]
+    rows = [results.index(f"<td>{lb}</td><td>{c}</td>") for lb, c in
+            (("pen", "5"), ("hap", "5"), ("pen", "50"))]  # fmt: skip
+    assert rows == sorted(rows)

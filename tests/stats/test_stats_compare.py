@@ -82,6 +82,78 @@ def test_relative_difference_is_wider_than_ministats() -> None:
     assert (r.ci_high - r.ci_low) / 2 > naive_half * 0.999
 
 
+def _fieller_by_root_finding(
+    a: np.ndarray, b: np.ndarray, confidence: float, *, equal_var: bool
+) -> tuple[float, float]:
+    """Fieller's bounds (as %) found numerically: the ratios R where the t statistic of
+    mean(b) - R mean(a) reaches scipy's critical t, with scipy's own degrees of freedom
+    (ttest_ind's df: n_a + n_b - 2 pooled, Welch–Satterthwaite otherwise)."""
+    from scipy.optimize import brentq
+
+    ma, mb = float(np.mean(a)), float(np.mean(b))
+    test = stats.ttest_ind(b, a, equal_var=equal_var)
+    if equal_var:
+        pooled = ((len(a) - 1) * np.var(a, ddof=1) + (len(b) - 1) * np.var(b, ddof=1)) / test.df
+        va, vb = pooled / len(a), pooled / len(b)
+    else:
+        va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    t = stats.t.ppf(0.5 + confidence / 2, test.df)
+
+    def excess(r: float) -> float:
+        return float((mb - r * ma) ** 2 - t * t * (vb + r * r * va))
+
+    ratio = mb / ma
+    low = brentq(excess, ratio - 10 * abs(ratio) - 10, ratio)
+    high = brentq(excess, ratio, ratio + 10 * abs(ratio) + 10)
+    return (low - 1) * 100, (high - 1) * 100
+
+
+@pytest.mark.parametrize("equal_var", [True, False], ids=["pooled", "welch"])
+def test_relative_difference_matches_an_independent_fieller(equal_var: bool) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a, b = rng.normal(100, 5, 5), rng.normal(95, 12, 7)
+        ours = relative_difference(a, b, 0.95, pooled=equal_var)
+        assert ours.bounded
+        assert (ours.ci_low, ours.ci_high) == pytest.approx(
+            _fieller_by_root_finding(a, b, 0.95, equal_var=equal_var), rel=1e-9
+        )
+        # at R = 1 Fieller's inequality is that t-test: the verdicts agree
+        proven = stats.ttest_ind(b, a, equal_var=equal_var).pvalue < 0.05
+        assert ours.significant == proven
+
+
+def test_compare_takes_the_variance_assumption_of_its_verdict() -> None:
+    """A user's compare had said `Difference … (Student's t)`, then a Fieller interval
+    with Welch's df (≈4.3, not 6) `-65.74% .. +3.18%: no difference proven`, then
+    `Student's t above holds`. With Student's t holding the interval now pools."""
+    from netrig.report.verdicts import beyond_ministat, compare
+
+    before, after = [104.8, 86.4, 100.2, 91.9], [87.7, 64.2, 73.7, 33.4]
+    assert stats.ttest_ind(after, before).pvalue < 0.05  # Student's t: a difference
+    assert stats.ttest_ind(after, before, equal_var=False).pvalue > 0.05  # Welch's: none
+    c = compare(before, after)
+    assert c.student and not c.variances.differ
+    assert not relative_difference(before, after).significant  # Welch's df, as it had been
+    low, high = _fieller_by_root_finding(
+        np.array(before), np.array(after), 0.95, equal_var=True
+    )
+    assert (c.relative.ci_low, c.relative.ci_high) == pytest.approx((low, high), rel=1e-9)
+    lines = beyond_ministat(c)
+    assert lines[0].endswith("(Fieller, as Student's t): a real decrease"), lines[0]
+    assert lines[1].endswith("Student's t above holds")
+    # variances that differ: Welch's interval beside Welch's verdict
+    jitter = compare([100, 100.1, 99.9, 100.05, 99.95], [90, 110, 95, 112, 85])
+    assert jitter.variances.differ and not jitter.student
+    assert jitter.relative == relative_difference(
+        [100, 100.1, 99.9, 100.05, 99.95], [90, 110, 95, 112, 85]
+    )
+    assert "(Fieller, as Welch's t)" in beyond_ministat(jitter)[0]
+    # two values a side: no ministat block, so Welch's verdict is printed, and its interval
+    short = compare([10.0, 11.0], [14.0, 15.0])
+    assert not short.student and "as Welch's t" in beyond_ministat(short, False)[0]
+
+
 def test_relative_difference_unbounded_near_zero() -> None:
     r = relative_difference([-1.0, 1.5, -0.4, 0.2], [3.0, 4.0, 5.0])
     assert not r.bounded and not r.significant

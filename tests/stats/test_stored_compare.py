@@ -27,7 +27,8 @@ GOLDEN = {
         [100, 101, 99, 100.5, 99.5],
         [104, 105, 103, 104.5, 103.5],
         [
-            "Relative difference: +4.00%, 95.0% interval +2.83% .. +5.18% (Fieller): a real increase",
+            "Relative difference: +4.00%, 95.0% interval +2.83% .. +5.18% (Fieller, as "
+            "Student's t): a real increase",
             "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
             "Mann-Whitney U = 25, p = 0.0079: Difference at 95.0% confidence (P(+ > x) = 1.00)",
             "Runs: N = 5 per side can detect a 2% difference (4 needed for 80% power at 95.0% "
@@ -38,8 +39,8 @@ GOLDEN = {
         [10, 12, 11, 13, 9],
         [11, 12, 10, 13, 10],
         [
-            "Relative difference: +1.82%, 95.0% interval -15.77% .. +24.04% (Fieller): no "
-            "difference proven",
+            "Relative difference: +1.82%, 95.0% interval -15.93% .. +23.40% (Fieller, as "
+            "Student's t): no difference proven",
             "Variances: no difference proven (F = 0.68, p = 0.72); Student's t above holds",
             "Mann-Whitney U = 13.5, p = 0.91: No difference proven at 95.0% confidence "
             "(P(+ > x) = 0.54)",
@@ -51,8 +52,8 @@ GOLDEN = {
         [100, 100.1, 99.9, 100.05, 99.95],
         [90, 110, 95, 112, 85],
         [
-            "Relative difference: -1.60%, 95.0% interval -16.57% .. +13.37% (Fieller): no "
-            "difference proven",
+            "Relative difference: -1.60%, 95.0% interval -16.57% .. +13.37% (Fieller, as "
+            "Welch's t): no difference proven",
             "Variances differ (F = 2.32e+04, p = 1.1e-08): No difference proven at 95.0% "
             "confidence (Welch's t)",
             "Mann-Whitney U = 10, p = 0.69: No difference proven at 95.0% confidence "
@@ -65,8 +66,8 @@ GOLDEN = {
         [1, 2, 3],
         [7, 8, 9],
         [
-            "Relative difference: +300.00%, 95.0% interval +112.08% .. +1924.98% (Fieller): a "
-            "real increase",
+            "Relative difference: +300.00%, 95.0% interval +112.08% .. +1924.98% (Fieller, as "
+            "Student's t): a real increase",
             "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
             "Mann-Whitney U = 9, p = 0.1: No difference proven at 95.0% confidence "
             "(P(+ > x) = 1.00); with 3 and 3 values p cannot go below 0.1",
@@ -194,7 +195,12 @@ def test_compare_prints_ministat_verbatim_and_more(ministat: str, db: Path, tmp_
     )
     assert done.stdout == expected
     assert "Difference at 95.0% confidence\n\t-1.7e+08 +/- 5.00991e+07\n" in done.stdout
-    assert "Relative difference: -1.81%, 95.0% interval -2.37% .. -1.25%" in done.stdout
+    # Student's t holds (F's p = 0.26): the interval pools too (Welch's df had given
+    # -2.37% .. -1.25%), so it reads as ministat's -1.81% +/- 0.53% does
+    assert (
+        "Relative difference: -1.81%, 95.0% interval -2.33% .. -1.28% (Fieller, as Student's t)"
+        in done.stdout
+    )
 
 
 def test_a_sweep_value_that_was_never_run_is_bad_input(db: Path) -> None:
@@ -309,6 +315,7 @@ def test_stat_experiment_errors(db: Path) -> None:
     none = netrig("stat", "--experiment", "ring:hops=5", "--db", str(db))
     assert none.returncode == 2 and none.stdout == "", none.stdout
     assert "no run of experiment 1 matches hops=5" in none.stderr
+    assert "(ring has hops 1, " in none.stderr  # the values there are
 
 
 def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
@@ -321,3 +328,35 @@ def test_stored_mode_never_takes_a_command_line_ministat_accepts() -> None:
     assert not stored_mode(["file", "--experiment"], posixly_correct=True)
     assert stored_mode(["file", "--experiment"], posixly_correct=False)
     assert not stored_mode(["a", "b"])
+
+
+def test_filters_alone_on_a_newest_experiment_without_that_parameter(tmp_path: Path) -> None:
+    """`compare alg=roundrobin alg=leastconn` took the newest experiment, which has no
+    `alg`, and said it had no metric 'requests_per_s' (with --metric) instead."""
+    path = tmp_path / "two.db"
+    with ResultStore(path) as store:
+        lb = store.begin_experiment("lbalg", "name: lbalg\n", {}, {"ab": "ab"})
+        for alg in ("roundrobin", "leastconn"):
+            for rep in range(3):
+                samples = {"ab": [Sample("requests_per_s", 17000.0 + rep, "req/s")]}
+                store.record_run(lb, {"alg": alg}, rep, "ok", samples)
+        ring = store.begin_experiment("ring", "name: ring\n", {}, {"iperf3": "iperf3"})
+        for hops in (1, 2):
+            samples = {"iperf3": [Sample("throughput", 9e9, "bit/s")]}
+            store.record_run(ring, {"hops": hops}, 0, "ok", samples)
+    for extra in ((), ("--metric", "requests_per_s")):
+        done = netrig("compare", "alg=roundrobin", "alg=leastconn", *extra, "--db", str(path))
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert done.stderr == (
+            "netrig: 'alg=roundrobin' names no experiment, so it took the newest, experiment 2 "
+            "(ring), which has no sweep parameter 'alg'; lbalg (experiment 1) has it: write "
+            "lbalg:alg=roundrobin\n"
+        )
+    other = netrig("compare", "ring:hops=1", "alg=leastconn", "--db", str(path))
+    assert other.returncode == 2
+    assert "'alg=leastconn' names no experiment, so it took the other side's" in other.stderr
+    nowhere = netrig("compare", "bogus=1", "bogus=2", "--db", str(path))
+    assert nowhere.returncode == 2 and f"no experiment in {path} has it" in nowhere.stderr
+    named = netrig("compare", "lbalg:alg=roundrobin", "lbalg:alg=leastconn", "--db", str(path))
+    assert named.returncode == 0, named.stderr
+    assert "== ab requests_per_s (req/s)" in named.stdout
