@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import shlex
+from typing import TYPE_CHECKING
 
 import click
+from rich.markup import escape
 
 from netrig.cli.common import SET_OPTION, console, counted, parse_overrides, reports_errors
 from netrig.cli.group import cli
+
+if TYPE_CHECKING:
+    from netrig.plan.model import LabPlan
 
 
 @cli.command("plan")
@@ -37,12 +43,13 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str
         shown: set[str] = set()
         for point in exp.points:
             steps = ", ".join(f"{s.name} ({s.kind})" for s in point.steps)
-            console.print(f"[bold]point {point.label}[/]: measures {steps}")
+            console.print(f"[bold]point {escape(point.label)}[/]: measures {escape(steps)}")
             for event in point.events:
-                console.print(f"  event: {event}")
+                console.print(f"  event: {event}", markup=False)
             if point.network not in shown:
                 shown.add(point.network)
                 console.print(node_table(point.plan))
+                _print_details(point.plan)
         runs = exp.runs()
         console.print(
             f"{counted(len(runs), 'run')} ({sum(r.warmup for r in runs)} warm-up), "
@@ -58,16 +65,33 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str
     from netrig.cli.cmd_up import node_table
 
     console.print(node_table(plan, limit=10**9))
+    _print_details(plan)
+
+
+def _print_details(plan: LabPlan) -> None:
+    """What the node table leaves out, node by node: routes (all of them: `--json`), the
+    routing daemon, the firewall and its rules, services, the node's own programs; then
+    the lab's routing in a line."""
+    from netrig.plan.firewall import FirewallPlan
+
     for node in plan.nodes.values():
         extras = []
         if node.routes:
-            extras.append(f"{len(node.routes)} routes")
+            extras.append(counted(len(node.routes), "route"))
+        if plan.routing_daemons and node.kind == "host":
+            extras.append(f"{plan.protocol} daemon")
         if node.firewall:
-            extras.append(f"firewall {node.firewall['engine']}")
-        extras += [f"service {s.kind}:{s.port}" for s in node.services]
+            fw = FirewallPlan.from_dict(node.firewall)
+            filler = f" + {fw.filler_rules} filler" if fw.filler_rules else ""
+            extras.append(f"firewall {fw.engine}: {counted(len(fw.rules), 'rule')}{filler}")
+        extras += [f"service {s.kind} on port {s.port}" for s in node.services]
+        if node.exec:
+            extras.append(counted(len(node.exec), "exec line"))
+        if node.cmd:
+            extras.append(f"cmd {shlex.join(node.cmd)}")
         if extras:
-            console.print(f"{node.name}: {', '.join(extras)}")
-    console.print(
-        f"routing {plan.protocol}, {plan.route_count()} routes, "
-        f"{len(plan.networks)} subnets"
-    )
+            console.print(f"{node.name}: {', '.join(extras)}", soft_wrap=True, highlight=False,
+                          markup=False)  # fmt: skip
+    routes = (f"routes by {plan.protocol}'s daemons" if plan.routing_daemons else
+              f"routing {plan.protocol}, {counted(plan.route_count(), 'route')}")  # fmt: skip
+    console.print(f"{routes}, {counted(len(plan.networks), 'subnet')}", highlight=False)

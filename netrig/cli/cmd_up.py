@@ -210,7 +210,7 @@ def _lab_of(
         # a file that does not parse is reported here
         if found is not None:
             return Lab.from_lookup(found, up_next=up_next)
-        return Lab.from_file(file, name, topo, up_next=up_next)
+        return Lab.from_lab_file(file, name, topo, up_next=up_next)
     point = prepare.load_experiment(file, name=name).points[0]
     if point.values:
         err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")

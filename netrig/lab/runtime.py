@@ -166,15 +166,26 @@ class LabRuntime:
     ) -> subprocess.CompletedProcess[Any]:
         """Run a command in a node and wait for it (subprocess.run's keywords apply)."""
         argv = _words(argv)
+        self._require_up(node)
         kwargs.setdefault("text", True)
         binds = self.plan.node(node).binds
         return run.run(self.ns(node), argv, self.private_run_dir(node), binds, **kwargs)
+
+    def _require_up(self, node: str) -> None:
+        """A node whose namespace is not there (the lab not up, or taken down): said so, as
+        an error (exec had returned 125 and printed netrig-nsexec's "open /run/netns/…")."""
+        if not netns.exists(self.ns(node)):
+            from netrig.lab.build import LabError
+
+            raise LabError(f"lab {self.name} is not up (node {node} has no namespace); "
+                           "bring it up first (lab.up())")
 
     def popen(
         self, node: str, argv: Sequence[str], label: str | None = None, **kwargs: Any
     ) -> subprocess.Popen[Any]:
         """Start a long-running process in a node, recorded in the ledger by PID."""
         argv = _words(argv)
+        self._require_up(node)
         label = label or f"{self.name}/{node}/{os.path.basename(argv[0])}/{time.monotonic_ns()}"
         oid = self.ledger.intend_process(self.name, label, node)
         binds = self.plan.node(node).binds

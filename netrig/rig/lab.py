@@ -76,16 +76,35 @@ class Lab(LabRuntime):
         follows at once, so static routes are planned in a forked child meanwhile (`up`
         waits for them before installing them; if it is not called, call
         `lab.plan.cancel_routes()`). cache: use the plan an earlier `up` of the same file
-        made, and remember this one once up (netrig.rig.plancache; what `netrig up` does)."""
+        made, and remember this one once up (netrig.rig.plancache; what `netrig up` does).
+        An experiment file gives the lab of its first sweep point, as `netrig up` does."""
+        from netrig.rig import prepare
+
+        if topo is None and prepare.is_experiment_file(path):
+            point = prepare.load_experiment(path, name=name).points[0]
+            point.plan.source_file = os.path.abspath(path)
+            return cls(point.plan)
+        return cls.from_lab_file(path, name, topo, up_next, cache)
+
+    @classmethod
+    def from_lab_file(
+        cls,
+        path: str,
+        name: str | None = None,
+        topo: str | None = None,
+        up_next: bool = False,
+        cache: bool = False,
+    ) -> Lab:
+        """from_file of a file known to be a lab file (read once: `netrig up` has looked)."""
+        from netrig.rig import prepare
+
         if cache:
             from netrig.rig.plancache import lookup
 
             found = lookup(path, name, topo)
             if found is not None:
                 return cls.from_lookup(found, up_next)
-        from netrig.rig.prepare import plan_file
-
-        plan = plan_file(path, name, topo, defer_routes=up_next)
+        plan = prepare.plan_file(path, name, topo, defer_routes=up_next)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 
@@ -101,7 +120,7 @@ class Lab(LabRuntime):
 
         planned = plan_netrig_bytes(found.path, found.data, found.name, defer_routes=up_next)
         if planned is None:  # another tool's file after all (containerlab, by content)
-            return cls.from_file(found.path, found.name, up_next=up_next)
+            return cls.from_lab_file(found.path, found.name, up_next=up_next)
         plan, needs = planned
         plan.source_file = os.path.abspath(found.path)
         lab = cls(plan)

@@ -310,3 +310,26 @@ def test_a_link_given_ipv4_only_carries_ipv6_too(make_lab) -> None:  # type: ign
     assert lab.check_result is not None and lab.check_result.pairs == 5 * 4 * 2
     ping = lab.exec("pc2", ["ping", "-6", "-c1", "-W2", lab.addr("pc1", 6)], capture_output=True)
     assert ping.returncode == 0, ping.stdout + ping.stderr
+
+
+def test_a_lab_not_up_says_so_and_an_experiment_file_gives_its_first_lab(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """exec on a lab not up had returned 125 with netrig-nsexec's "open /run/netns/…"; an
+    experiment file (which `netrig up` takes) had been refused by Lab.from_file."""
+    import os
+
+    import pytest
+
+    from netrig.lab.build import LabError
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"name: {lab_name}\ntopology: {{kind: chain, nodes: '{{n}}'}}\n"
+                    "vary: {n: [3, 4]}\nmeasure:\n  - ping: {src: n1, dst: n2}\n")  # fmt: skip
+    lab = Lab.from_file(str(path))
+    assert lab.name == lab_name and sorted(lab.plan.nodes) == ["n1", "n2", "n3"]
+    with pytest.raises(LabError, match=f"lab {lab_name} is not up .node n1 has no namespace"):
+        lab.exec("n1", ["true"])
+    with pytest.raises(LabError, match="is not up"):
+        lab.popen("n1", ["sleep", "1"])
+    assert not os.path.exists(lab.ledger.lab_dir(lab_name))  # nothing made for it
+    with lab:
+        assert lab.exec("n1", ["true"]).returncode == 0

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +116,24 @@ def test_plan_needs_no_plugin_import_in_the_model() -> None:
             "('routing','measure','services','firewall','switch','rig','lab')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_plan_says_each_node_s_daemon_firewall_services_and_programs(tmp_path: Path) -> None:
+    """`netrig plan` promised routes, daemons, services and firewalls per node: it showed
+    neither nginx nor bird, and each sweep point of seed 002 as the same table."""
+    path = tmp_path / "pl.yaml"
+    path.write_text(
+        "name: pl\ntopology: {kind: chain, nodes: 3}\nrouting: {protocol: ospf}\nnodes:\n"
+        "  - {name: n3, services: [{nginx: {files: {1k: 1024}}}], exec: ['ip addr']}\n"
+        "  - {name: n2, firewall: {engine: nftables, filler_rules: 10, rules: [{src: n1}]}}\n"
+    )
+    env = {**os.environ, "NETRIG_PLAN_CACHE": "off", "COLUMNS": "200"}
+    done = netrig_cli("plan", str(path), env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "n2: ospf daemon, firewall nftables: 4 rules + 10 filler" in lines
+    assert "n3: ospf daemon, service nginx on port 80, 1 exec line" in lines
+    assert lines[-1] == "routes by ospf's daemons, 2 subnets"
+    seed002 = netrig_cli("plan", "examples/seed002-firewall-latency.yaml", env=env)
+    fillers = [line for line in seed002.stdout.splitlines() if line.startswith("n2: ")]
+    assert len(fillers) == 12 and len(set(fillers)) == 12, fillers  # one per point, each its own
