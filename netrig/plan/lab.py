@@ -150,7 +150,17 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     _static_neighbors(nodes, networks)
     sysctls = dict(BASE_SYSCTLS)
     sysctls.update(proto.sysctls())
-    sysctls.update(cast("dict[str, str]", spec.sysctls))  # strings once validated (_net_sysctls)
+    written = cast("dict[str, str]", spec.sysctls)  # strings once validated (_net_sysctls)
+    for key, value in written.items():
+        # the file's own would win, silently: runs labelled `hash: l4` hashed by l3
+        theirs = proto.sysctls().get(key)
+        if theirs is not None and theirs != value:
+            problems.append(Problem(graph.where(("sysctls", key)), (
+                f"sysctl {key}: {value} contradicts routing {proto.name}, which sets it to "
+                f"{theirs} for its options; set it through `routing:` (or leave it out)")))
+    if problems:
+        raise SpecError(problems)
+    sysctls.update(written)
     plan = LabPlan(
         name=lab,
         protocol=proto.name,

@@ -14,7 +14,7 @@ import os
 import shutil
 
 # (kind, what): ("program", "bird"), ("path", "/srv/www"), ("feature", "netem"),
-# ("ovs", "standalone" or ""), ("firewall", "nftables")
+# ("ovs", "standalone" or ""), ("firewall", "nftables"), ("sysctl", "net.ipv4.ip_forward")
 Need = tuple[str, str]
 
 
@@ -38,8 +38,28 @@ def lacking(need: Need) -> str | None:
         from netrig import firewall
 
         return firewall.registry.lookup(what)().missing()
+    if kind == "sysctl":
+        return None if os.path.exists(sysctl_path(what)) else ""
     raise ValueError(f"unknown host need {need!r}")
 
 
 def all_met(needs: list[Need]) -> bool:
     return all(lacking(need) is None for need in needs)
+
+
+PER_DEVICE = ("net.ipv4.conf.", "net.ipv6.conf.", "net.ipv4.neigh.", "net.ipv6.neigh.")
+
+
+def sysctl_path(key: str) -> str:
+    """The /proc/sys file of a net.* key as this kernel names its keys: a per-device key
+    (net.ipv4.conf.eth0.rp_filter) is looked up as its `default` one, since a lab's
+    devices are not the host's; a `*` matches anything (a key with one is not checked)."""
+    for prefix in PER_DEVICE:
+        if key.startswith(prefix):
+            device, _, rest = key.removeprefix(prefix).partition(".")
+            if device not in ("all", "default") and rest:
+                key = f"{prefix}default.{rest}"
+            break
+    if "*" in key:
+        return "/proc/sys"
+    return "/proc/sys/" + key.replace(".", "/")

@@ -216,6 +216,16 @@ def host_needs(
                     "qdisc; this kernel has no netem (see `netrig doctor`)",
                 )
             )
+    written = graph.spec.sysctls if graph is not None else plan.sysctls
+    for key in written:  # a key this kernel lacks had passed validate, then failed `up`
+        needs.append(
+            (
+                ("sysctl", key),
+                where(("sysctls", key)),
+                f"sysctl {key}: this kernel has no such key (no /proc/sys/"
+                f"{key.replace('.', '/')}; `sysctl -a` lists the keys it has)",
+            )
+        )
     cls = catalog().routing.lookup(plan.protocol)
     proto = cls(cls.Options.model_validate(plan.routing_options))  # its options pick its programs
     for program, package in proto.programs.items():

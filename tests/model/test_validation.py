@@ -528,3 +528,19 @@ def test_an_experiment_key_misspelt_in_a_lab_file_is_pointed_at() -> None:
         "lab.yaml:3:1: unknown key 'measurements' (did you mean 'measure', a key of "
         "experiment files?)"
     ]
+
+
+def test_a_sysctl_that_contradicts_the_routing_options_is_refused() -> None:
+    """`hash: l4` with fib_multipath_hash_policy: 0 had run policy 0: runs labelled l4
+    hashed by l3."""
+    assert problems("""\
+        name: t
+        topology: {kind: ring, nodes: 4}
+        routing: {protocol: ecmp, hash: l4}
+        sysctls: {net.ipv4.fib_multipath_hash_policy: 0}
+        """) == ["lab.yaml:4:47: sysctl net.ipv4.fib_multipath_hash_policy: 0 contradicts "
+                 "routing ecmp, which sets it to 1 for its options; set it through `routing:` "
+                 "(or leave it out)"]  # fmt: skip
+    plan = build_plan(load_text("name: t\ntopology: {kind: ring, nodes: 4}\nrouting: {protocol: "
+                                "ecmp, hash: l4}\nsysctls: {net.ipv4.fib_multipath_hash_policy: 1}\n"))
+    assert plan.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
