@@ -46,18 +46,12 @@ FALLBACKS: dict[str, Fallback] = {
         Fallback("xdp-native", "feature:xdp-generic",
                  "XDP programs run in generic (skb) mode, a slower path than a driver's",
                  "XDP timestamping and xdp-filter experiments are refused"),
-        Fallback("htb", "feature:tbf", "rate limits use the TBF shaper",
-                 "rate-limited links are refused (no HTB, no TBF)"),
-        Fallback("tbf", "feature:htb", "rate limits use the HTB shaper",
-                 "rate-limited links are refused (no HTB, no TBF)"),
         Fallback("iptables", "feature:iptables-nft",
                  "iptables rules go through the nf_tables backend (iptables-nft)",
                  "iptables firewall experiments are refused"),
         Fallback("netns-names", "feature:netns",
                  "labs build slower: every namespace costs more to name than to make",
                  "no labs at all"),
-        Fallback("pktgen", "tool:trafgen", "packet-rate benchmarks use trafgen (netsniff-ng)",
-                 "packet-rate benchmarks need trafgen: apt-get install -y netsniff-ng"),
     )
 }
 
@@ -72,6 +66,7 @@ class Summary:
     degrades: list[str] = field(default_factory=list)
     cannot_names: list[str] = field(default_factory=list)  # the features/tools behind them
     degraded_names: list[str] = field(default_factory=list)
+    unused_names: list[str] = field(default_factory=list)  # absent, and no netrig feature's
 
     def line(self) -> str:
         """One line for the end of the report."""
@@ -84,7 +79,9 @@ class Summary:
             core = "CORE MISSING (root, netns or veth): no labs possible"
         cannot = ", ".join(self.cannot_names) or "nothing"
         degraded = ", ".join(self.degraded_names) or "nothing"
-        return f"{core} — cannot: {cannot}; degraded: {degraded}"
+        unused = f"; absent, not used by netrig: {', '.join(self.unused_names)}" if (
+            self.unused_names) else ""
+        return f"{core} — cannot: {cannot}; degraded: {degraded}{unused}"
 
 
 def core_ok() -> bool:
@@ -108,6 +105,9 @@ def summarise(
     told: set[str] = set()  # substitutes already named in a refusal
     for feat in features.values():
         if feat.present:
+            continue
+        if not feat.used:  # told, never a refusal: netrig has nothing that needs it
+            out.unused_names.append(feat.name)
             continue
         fb = FALLBACKS.get(feat.name)
         label = f"{feat.name} {feat.status}"
@@ -160,4 +160,5 @@ def as_json(
         "tools": {name: res.to_dict() for name, res in tools.items()},
         "cannot": summary.cannot,
         "degrades": summary.degrades,
+        "absent_unused": summary.unused_names,  # missing, and no netrig feature needs them
     }

@@ -101,6 +101,7 @@ class FeatureResult:
     impact: str  # what netrig cannot do without it (empty when present)
     fix: str  # the command or change that provides it (empty when present or unknown)
     seconds: float
+    used: bool = True  # False: netrig has no feature that needs it (probed for the record)
 
     @property
     def present(self) -> bool:
@@ -130,6 +131,7 @@ class Feature:
     tool: str = ""  # command the probe needs; without it the result is 'untested'
     package: str = ""  # Debian package providing `tool`
     fix: str = ""  # a fixed fix, when the generic kernel advice does not apply
+    used: bool = True  # False: no lab file asks for it (told, never a refusal)
 
 
 FEATURES: dict[str, Feature] = {}
@@ -139,6 +141,7 @@ ALIASES: dict[str, str] = {
     "ip_vs": "ipvs", "nft": "nftables", "fq-codel": "fq_codel", "ecmp": "multipath",
 }
 CORE = ("netns", "veth")
+UNUSED = "not used by netrig: no lab file asks for it (probed for the record)"
 ROOT_FIX = "run netrig as root (namespaces and links need CAP_SYS_ADMIN and CAP_NET_ADMIN)"
 HELPERS = {"nsenter": "util-linux"}  # programs probes use, and their Debian packages
 MAX_PARALLEL = 12  # probes at once; each holds one scratch namespace and two threads
@@ -154,13 +157,14 @@ def feature(
     tool: str = "",
     package: str = "",
     fix: str = "",
+    used: bool = True,
 ) -> Callable[[ProbeFn], ProbeFn]:
     """Register a probe under NAME; the table shows features in registration order."""
 
     def register(fn: ProbeFn) -> ProbeFn:
         if name in FEATURES:
             raise ValueError(f"feature probe {name!r} registered twice")
-        FEATURES[name] = Feature(name, title, fn, impact, config, module, tool, package, fix)
+        FEATURES[name] = Feature(name, title, fn, impact, config, module, tool, package, fix, used)
         return fn
 
     return register
@@ -263,10 +267,11 @@ def _run_one(feat: Feature, host_inode: int) -> FeatureResult:
         outcome = Outcome(status, f"{code}: cannot make a scratch namespace ({exc.strerror})")
     seconds = time.perf_counter() - start
     if outcome.status == "present":
-        return FeatureResult(feat.name, feat.title, "present", outcome.detail, "", "", seconds)
+        return FeatureResult(feat.name, feat.title, "present", outcome.detail, "", "", seconds,
+                             feat.used)  # fmt: skip
     return FeatureResult(
         feat.name, feat.title, outcome.status, outcome.detail, feat.impact,
-        fix_for(feat, outcome), seconds,
+        fix_for(feat, outcome), seconds, feat.used,
     )
 
 
@@ -598,7 +603,7 @@ NFPROTO_IPV4 = 2
 
 
 @feature("ipset", "ipset (hash:ip)", config="CONFIG_IP_SET_HASH_IP", module="ip_set_hash_ip",
-         impact="firewall rules matching address sets are refused")
+         impact=UNUSED, used=False)
 def _ipset(ns: Scratch) -> Outcome:
     """Create and list a hash:ip set over nfnetlink (no ipset tool needed)."""
     nfgen = struct.pack("=BBH", socket.AF_INET, 0, 0)
@@ -650,7 +655,7 @@ AF_MPLS = 28
 
 
 @feature("mpls", "MPLS forwarding", config="CONFIG_MPLS_ROUTING", module="mpls_router",
-         impact="MPLS label-switching experiments are refused")
+         impact=UNUSED, used=False)
 def _mpls(ns: Scratch) -> Outcome:
     """Enable labels (a per-namespace sysctl that exists only with MPLS routing), add a route."""
     try:
@@ -669,7 +674,7 @@ def _mpls(ns: Scratch) -> Outcome:
 
 
 @feature("vrf", "VRF devices", config="CONFIG_NET_VRF", module="vrf",
-         impact="VRF nodes (per-interface routing tables) are refused")
+         impact=UNUSED, used=False)
 def _vrf(ns: Scratch) -> Outcome:
     return _link_kind(ns, "vrf", attr_u32(1, 100))  # IFLA_VRF_TABLE
 
@@ -678,13 +683,13 @@ def _vrf(ns: Scratch) -> Outcome:
 
 
 @feature("htb", "HTB qdisc", config="CONFIG_NET_SCH_HTB", module="sch_htb",
-         impact="rate limits with the HTB shaper are refused")
+         impact=UNUSED, used=False)
 def _htb(ns: Scratch) -> Outcome:
     return _qdisc(ns, "htb", default=0x10)
 
 
 @feature("tbf", "TBF qdisc", config="CONFIG_NET_SCH_TBF", module="sch_tbf",
-         impact="rate limits with the TBF shaper are refused")
+         impact="rate-limited links are refused (netrig shapes them with TBF)")
 def _tbf(ns: Scratch) -> Outcome:
     return _qdisc(ns, "tbf", rate="10mbit", burst=10000, latency="50ms")
 
@@ -696,19 +701,19 @@ def _netem(ns: Scratch) -> Outcome:
 
 
 @feature("fq", "fq qdisc", config="CONFIG_NET_SCH_FQ", module="sch_fq",
-         impact="the fq pacing qdisc cannot be selected for links")
+         impact=UNUSED, used=False)
 def _fq(ns: Scratch) -> Outcome:
     return _qdisc(ns, "fq")
 
 
 @feature("fq_codel", "fq_codel qdisc", config="CONFIG_NET_SCH_FQ_CODEL", module="sch_fq_codel",
-         impact="the fq_codel AQM cannot be selected for links")
+         impact=UNUSED, used=False)
 def _fq_codel(ns: Scratch) -> Outcome:
     return _qdisc(ns, "fq_codel")
 
 
 @feature("ifb", "ifb (ingress shaping)", config="CONFIG_IFB", module="ifb",
-         impact="shaping of received traffic (via an ifb redirect) is refused")
+         impact=UNUSED, used=False)
 def _ifb(ns: Scratch) -> Outcome:
     return _link_kind(ns, "ifb")
 
@@ -724,49 +729,49 @@ def _vxlan(ns: Scratch) -> Outcome:
 
 
 @feature("macvlan", "macvlan", config="CONFIG_MACVLAN", module="macvlan",
-         impact="macvlan sub-interfaces are refused")
+         impact=UNUSED, used=False)
 def _macvlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "macvlan", attr_u32(1, 4), lower=True)  # IFLA_MACVLAN_MODE bridge
 
 
 @feature("ipvlan", "ipvlan", config="CONFIG_IPVLAN", module="ipvlan",
-         impact="ipvlan sub-interfaces are refused")
+         impact=UNUSED, used=False)
 def _ipvlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "ipvlan", attr(1, struct.pack("=H", 0)), lower=True)  # mode l2
 
 
 @feature("dummy", "dummy interfaces", config="CONFIG_DUMMY", module="dummy",
-         impact="dummy interfaces (extra loopback-like addresses, sinks) are refused")
+         impact=UNUSED, used=False)
 def _dummy(ns: Scratch) -> Outcome:
     return _link_kind(ns, "dummy")
 
 
 @feature("vlan", "802.1Q VLAN", config="CONFIG_VLAN_8021Q", module="8021q",
-         impact="VLAN-tagged sub-interfaces are refused")
+         impact=UNUSED, used=False)
 def _vlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "vlan", attr(1, struct.pack("=H", 10)), lower=True)  # IFLA_VLAN_ID
 
 
 @feature("bonding", "bonding", config="CONFIG_BONDING", module="bonding",
-         impact="bonded (link aggregation) interfaces are refused")
+         impact=UNUSED, used=False)
 def _bonding(ns: Scratch) -> Outcome:
     return _link_kind(ns, "bond")
 
 
 @feature("wireguard", "WireGuard", config="CONFIG_WIREGUARD", module="wireguard",
-         impact="WireGuard tunnel links are refused")
+         impact=UNUSED, used=False)
 def _wireguard(ns: Scratch) -> Outcome:
     return _link_kind(ns, "wireguard")
 
 
 @feature("gre", "GRE tunnels", config="CONFIG_NET_IPGRE", module="ip_gre",
-         impact="GRE tunnel links are refused")
+         impact=UNUSED, used=False)
 def _gre(ns: Scratch) -> Outcome:
     return _link_kind(ns, "gre")
 
 
 @feature("geneve", "Geneve tunnels", config="CONFIG_GENEVE", module="geneve",
-         impact="Geneve tunnel links are refused")
+         impact=UNUSED, used=False)
 def _geneve(ns: Scratch) -> Outcome:
     data = attr_u32(1, 42) + attr(2, bytes([192, 0, 2, 1]))  # IFLA_GENEVE_ID, _REMOTE
     return _link_kind(ns, "geneve", data)
@@ -788,7 +793,7 @@ def _openvswitch(ns: Scratch) -> Outcome:
 
 
 @feature("ipvs", "IPVS load balancer", config="CONFIG_IP_VS", module="ip_vs",
-         impact="IPVS (kernel load balancer) nodes are refused")
+         impact=UNUSED, used=False)
 def _ipvs(ns: Scratch) -> Outcome:
     return _genl("IPVS")
 
@@ -807,7 +812,7 @@ def _af_packet(ns: Scratch) -> Outcome:
 
 
 @feature("pktgen", "pktgen", config="CONFIG_NET_PKTGEN", module="pktgen",
-         impact="the in-kernel packet generator is unavailable")
+         impact=UNUSED, used=False)
 def _pktgen(ns: Scratch) -> Outcome:
     ctl = "/proc/thread-self/net/pktgen/pgctrl"
     if not os.path.exists(ctl):

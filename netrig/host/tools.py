@@ -206,20 +206,22 @@ def _dpkg_version(package: str) -> str:
 
 _register(Tool("root", _check_root, "creating namespaces, links and routes (euid 0)"))
 
-# The lab core's own programs and what a user runs beside it; every plugin's programs are
-# declared by the plugin (`programs`) and added by netrig.doctor.declared.
+# The lab core's own programs and what a user runs beside it (optional: netrig itself needs
+# none of those); every plugin's programs are declared by the plugin (`programs`) and added
+# by netrig.doctor.declared.
 tool("ip", "iproute2", "netrig exec/shell and debugging (`ip -n`)")
-tool("tc", "iproute2", "inspecting qdiscs by hand")
-tool("xdp-loader", "xdp-tools", "loading XDP programs, xdp-filter experiments")
-tool("bpftool", "bpftool", "inspecting BPF programs and maps")
+tool("tc", "iproute2", "inspecting qdiscs by hand", optional=True)
+tool("xdp-loader", "xdp-tools", "loading XDP programs by hand (netrig loads its own)",
+     optional=True)
+tool("bpftool", "bpftool", "inspecting BPF programs and maps by hand", optional=True)
 tool("clang", "clang", "building netrig's native BPF programs")
 tool("gcc", "gcc", "building netrig's native helpers")
 tool("ministat", "ministat", "cross-checking netrig's ministat-compatible statistics")
-tool("ipset", "ipset", "address-set firewall experiments")
-tool("tcpdump", "tcpdump", "packet captures")
-tool("ethtool", "ethtool", "offload settings of lab interfaces")
+tool("ipset", "ipset", "address sets by hand (netrig's firewalls use none)", optional=True)
+tool("tcpdump", "tcpdump", "packet captures by hand", optional=True)
+tool("ethtool", "ethtool", "offload settings of lab interfaces by hand", optional=True)
 tool("chromium", "chromium", "screenshots of HTML reports",
-     commands=("chromium", "chromium-browser"), any_of=True)
+     commands=("chromium", "chromium-browser"), any_of=True, optional=True)
 
 python_dep("pyroute2", "pyroute2", "netlink reads and qdiscs")
 python_dep("pydantic", "pydantic", "experiment file models")

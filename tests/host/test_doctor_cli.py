@@ -99,3 +99,19 @@ def test_without_net_admin_nothing_is_claimed_and_exit_is_1(unchanged_host) -> N
         assert doc["features"][name]["status"] == "untested"
         assert doc["features"][name]["fix"].startswith("run netrig as root")
     unchanged_host()
+
+
+def test_what_netrig_never_uses_is_told_apart_from_what_it_refuses() -> None:
+    """doctor's "cannot" had said "VLAN-tagged sub-interfaces are refused", "VRF nodes …
+    are refused" of features no lab file has, and "rate limits use the HTB shaper" where
+    netrig shapes with TBF only."""
+    done = subprocess.run([sys.executable, "-m", "netrig", "doctor", "--json", "--only",
+                           "vlan,vrf,htb,tbf,netem"], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    doc = json.loads(done.stdout)
+    assert {"vlan", "vrf"} <= set(doc["absent_unused"])
+    assert not [line for line in doc["cannot"] + doc["degrades"] if "vlan" in line or "vrf" in line]
+    assert all(not f["used"] for n, f in doc["features"].items() if n in ("vlan", "vrf", "htb"))
+    assert doc["features"]["tbf"]["used"] and doc["features"]["netem"]["used"]
+    assert any(line.startswith("netem missing → ") for line in doc["cannot"])
+    assert not [line for line in doc["degrades"] if "HTB" in line]
