@@ -37,7 +37,8 @@ from netrig.rig import Lab
 @click.option("--proto", type=click.Choice(sorted(IPPROTO)), default="tcp", show_default=True)
 @click.option("--sport", type=click.IntRange(1, 65535), default=40000, show_default=True)
 @click.option("--dport", type=click.IntRange(1, 65535), default=5201, show_default=True)
-@click.option("-6", "ipv6", is_flag=True, help="Trace to DST's IPv6 address.")
+@click.option("-6", "ipv6", is_flag=True,
+              help="Trace to DST's IPv6 address (the only one of a node without IPv4).")
 @click.option("--cluster", metavar="tcp://HOST:PORT", help="LAB is spread over this Dask "
               "scheduler's hosts (DST an address): the flow's hops host by host.")
 @reports_errors
@@ -60,7 +61,8 @@ def trace(
     running = Lab.attach(lab)
     plan = running.plan
     plan.node(src)
-    dst_addr = plan.addr(dst, 6 if ipv6 else 4) if dst in plan.nodes else dst
+    family = 6 if ipv6 or (dst in plan.nodes and not plan.node(dst).addresses(4)) else 4
+    dst_addr = plan.addr(dst, family) if dst in plan.nodes else dst  # IPv6 in an IPv6-only lab
     if ":" not in dst_addr and not dst_addr.replace(".", "").isdigit():
         fail(f"{dst!r} is neither a node of lab {lab!r} nor an address", EXIT_BAD_INPUT)
     stopped = stopped_switches(running)

@@ -195,3 +195,16 @@ def test_a_lab_whose_build_was_killed_is_named_so_and_clean_removes_it(  # type:
     assert not [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")]
     assert netrig_cli("clean", lab_name).returncode == 0
     assert lab_name not in Ledger().all_lab_names()
+
+
+def test_trace_to_a_node_of_an_ipv6_only_lab_takes_its_ipv6_address(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
+    """It had said "node 'n3' has no IPv4 address" unless -6 was given."""
+    path = write_lab(tmp_path, lab_name, "topology: {kind: chain, nodes: 3}\n"
+                                         "addressing: {ipv4: false}\n")  # fmt: skip
+    assert netrig_cli("up", "-q", path).returncode == 0
+    try:
+        trace = netrig_cli("trace", lab_name, "n1", "n3")
+        assert trace.returncode == 0, trace.stderr
+        assert trace.stdout.startswith("n1 → n3 (2001:2::3)") and "→ n3" in trace.stdout
+    finally:
+        netrig_cli("down", lab_name)
