@@ -13,6 +13,8 @@ at the file:line that asks for it, before anything is created.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -249,6 +251,24 @@ def host_needs(
             needs.append(
                 (("firewall", engine), where((*node_path(name), "firewall", "engine")), "")
             )
+        bound = {os.path.basename(str(inside)) for _source, inside, _ro in node.binds}
+        lines: list[tuple[tuple[str | int, ...], list[str], str]] = [
+            (("exec", j), argv, "exec line") for j, argv in enumerate(node.exec)
+        ]
+        lines += [(("cmd",), node.cmd, "cmd")] if node.cmd else []
+        for place, argv, what in lines:
+            # a bare name, as the node would find it on PATH (one bound into the node, or
+            # given by path, is the node's own business): `up` had said "not found" after
+            # validate said ok
+            if argv and "/" not in argv[0] and argv[0] not in bound:
+                needs.append(
+                    (
+                        ("program", argv[0]),
+                        where((*node_path(name), *place)),
+                        f"{name}: {what} {shlex.join(argv)}: {argv[0]!r} is not on this "
+                        "host's PATH (nodes run the host's programs)",
+                    )
+                )
         for j, (source, inside, _ro) in enumerate(node.binds):
             needs.append(
                 (

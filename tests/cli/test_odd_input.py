@@ -241,3 +241,19 @@ def test_a_sysctl_this_kernel_lacks_is_refused_at_its_line(tmp_path: Path) -> No
     assert "rp_filter" not in done.stderr  # a lab device's key, known by its `default` one
     lab.write_text(lab.read_text().replace("  net.ipv4.nonexistent_knob: 1\n", ""))
     assert netrig_cli("validate", str(lab), env=env).returncode == 0
+
+
+def test_a_program_the_host_lacks_in_exec_or_cmd_is_refused_at_its_line(tmp_path: Path) -> None:
+    """validate had said ok; `up` then failed with "'nosuchprog' not found on this host"."""
+    lab = tmp_path / "pg.yaml"
+    lab.write_text("name: t\ntopology: {kind: pair}\nnodes:\n  - {name: n1, cmd: 'no-such-program"
+                   " --x', exec: ['nosuchprog x', 'ip addr']}\n  - {name: n2, exec: "
+                   "['mine --go'], binds: ['/bin/true:/usr/local/bin/mine']}\n")  # fmt: skip
+    done = netrig_cli("validate", str(lab), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"{lab}:4:51: n1: exec line nosuchprog x: 'nosuchprog' is not on this host's PATH "
+        "(nodes run the host's programs)",
+        f"{lab}:4:21: n1: cmd no-such-program --x: 'no-such-program' is not on this host's "
+        "PATH (nodes run the host's programs)",
+    ]  # (n2's program is bound into it: the node's own business)
