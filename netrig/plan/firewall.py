@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import asdict, dataclass, field
-from ipaddress import IPv4Address, ip_interface, ip_network
+from ipaddress import IPv4Address, ip_address, ip_interface, ip_network
 from typing import Any
 
 from netrig.model.load import LabGraph, Problem
@@ -40,6 +40,16 @@ class FirewallPlan:
     def total(self) -> int:
         """Rules per rule list as installed: fillers plus written rules."""
         return self.filler_rules + len(self.rules)
+
+    def drops(self, addr: str) -> bool:
+        """Whether a packet from `addr` is dropped: the first written rule that matches
+        decides, as in every engine (fillers are left out: they never match a lab address)."""
+        ip = ip_address(addr)
+        for action, cidr in self.rules:
+            net = ip_network(cidr)
+            if net.version == ip.version and ip in net:
+                return action == "drop"
+        return False
 
 
 def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
