@@ -1,7 +1,9 @@
 """xdp: netrig's own XDP filter (netrig/native/xdp_filter.bpf.c) on every interface of the node.
 
 Rules are entries of a longest-prefix-match trie per family, like xdp-filter's address maps:
-a packet costs one lookup whatever the number of rules. We load our own program rather than
+a packet costs one lookup whatever the number of rules. The trie takes the longest prefix,
+the other engines the first rule written: each entry gets the action of the first rule whose
+prefix holds it (netrig.plan.firewall.trie_entries), so all engines give the same verdict. We load our own program rather than
 xdp-filter because xdp-filter keeps its state pinned in bpffs, which a node's private mount
 namespace does not share between commands, and takes one process per rule. Loaded with one
 `netrig-xdp filter-load` per interface (rules on stdin); counted back from the trie the
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from netrig.firewall import Engine, FirewallError, FirewallPlan, register, run_checked
 from netrig.native import compile as native_compile
+from netrig.plan.firewall import trie_entries
 
 if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
@@ -44,7 +47,8 @@ class Xdp(Engine):
             helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_filter")
         except native_compile.BuildError as exc:
             raise FirewallError(str(exc)) from None
-        lines = [f"drop {c}" for c in fw.fillers()] + [f"{a} {c}" for a, c in fw.rules]
+        rules = [("drop", c) for c in fw.fillers()] + fw.rules
+        lines = [f"{a} {c}" for a, c in trie_entries(rules)]
         argv = [helper, "filter-load", iface, fw.xdp_mode, obj]
         run_checked(lab, node, argv, "\n".join(lines) + "\n", what=f"XDP filter on {iface}")
 

@@ -52,6 +52,36 @@ class FirewallPlan:
         return False
 
 
+def trie_entries(rules: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The rules as longest-prefix-match entries that give the verdict first match gives.
+
+    Every engine must judge a packet by the first rule that matches, in the order written
+    (seed 002 compares them): a trie takes the longest prefix instead. Giving each prefix the
+    action of the first rule whose prefix contains it makes the two agree (the longest prefix
+    holding an address lies inside every earlier rule that also holds it), keeps one entry per
+    rule (a repeated prefix once) and keeps the trie's constant cost per packet."""
+    first: dict[tuple[int, int, int], int] = {}  # (version, network, length) → first index
+    keys = []
+    for i, (_action, cidr) in enumerate(rules):
+        net = ip_network(cidr)
+        key = (net.version, int(net.network_address), net.prefixlen)
+        first.setdefault(key, i)
+        keys.append((key, net.max_prefixlen, str(net)))
+    lengths = {v: sorted({k[2] for k in first if k[0] == v}) for v in (4, 6)}
+    out = []
+    for i, ((version, addr, length), bits, cidr) in enumerate(keys):
+        if first[(version, addr, length)] != i:
+            continue  # the same prefix again: its first rule decides
+        winner = i
+        for shorter in lengths[version]:  # every rule whose prefix holds this one
+            if shorter >= length:
+                break
+            mask = ((1 << shorter) - 1) << (bits - shorter)
+            winner = min(winner, first.get((version, addr & mask, shorter), winner))
+        out.append((rules[winner][0], cidr))
+    return out
+
+
 def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
     """Put each node's firewall into its NodePlan, rule sources as host prefixes."""
     for name, spec_node in graph.nodes.items():
