@@ -47,20 +47,23 @@ class Xdp(Engine):
             helper, obj = native_compile.helper(), native_compile.bpf_object("xdp_filter")
         except native_compile.BuildError as exc:
             raise FirewallError(str(exc)) from None
-        rules = [("drop", c) for c in fw.fillers()] + fw.rules
+        rules = fw.family_rules(4) + fw.family_rules(6)
         lines = [f"{a} {c}" for a, c in trie_entries(rules)]
         argv = [helper, "filter-load", iface, fw.xdp_mode, obj]
         run_checked(lab, node, argv, "\n".join(lines) + "\n", what=f"XDP filter on {iface}")
 
-    def count(self, lab: Lab, node: str) -> int:
+    def counts(self, lab: Lab, node: str) -> dict[int, int]:
+        """Entries of each family's trie, read from the program on the first interface."""
         ifaces = lab.plan.node(node).ifaces
         if not ifaces:
-            return 0
+            return {4: 0, 6: 0}
         out = run_checked(lab, node, [native_compile.helper(), "filter-count", ifaces[0].name])
-        m = re.search(r"^rules (\d+)$", out, re.M)
-        if not m:
+        found = dict(re.findall(r"^rules_v([46]) (\d+)$", out, re.M))
+        if "prog none" in out:
+            return {4: 0, 6: 0}
+        if len(found) != 2:
             raise FirewallError(f"unexpected netrig-xdp output: {out!r}")
-        return int(m.group(1))
+        return {int(f): int(n) for f, n in found.items()}
 
 
 def dropped(lab: Lab, node: str, iface: str) -> int:

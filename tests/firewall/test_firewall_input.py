@@ -72,16 +72,16 @@ def test_missing_tool_names_the_package_and_creates_nothing(tmp_path: Path) -> N
 
 def test_rulesets_put_fillers_first() -> None:
     fw = FirewallPlan("iptables", 2, [("drop", "198.18.0.1/32")])
-    rules = [("drop", c) for c in fw.fillers()] + fw.rules
-    text = iptables_ruleset(rules)
+    text = iptables_ruleset(fw.family_rules(4))
     lines = [ln for ln in text.splitlines() if ln.startswith("-A INPUT")]
     assert lines == [
         "-A INPUT -s 240.0.0.1/32 -j DROP",
         "-A INPUT -s 240.0.0.2/32 -j DROP",
         "-A INPUT -s 198.18.0.1/32 -j DROP",
     ]
-    nft = nft_ruleset([("accept", "2001:2::1/128")])
-    assert "ip6 saddr 2001:2::1/128 accept" in nft
+    nft = nft_ruleset(FirewallPlan("nftables", 1, [("accept", "2001:2::1/128")]).family_rules(6), 6)
+    assert "table ip6 netrig" in nft and "ip6 saddr 2001:2::1/128 accept" in nft
+    assert nft.index("ip6 saddr 3fff:ff0::1/128 drop") < nft.index("2001:2::1/128")
 
 
 def test_lost_packets_are_counted_never_zero_latency() -> None:
