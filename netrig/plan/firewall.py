@@ -104,6 +104,14 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
         if nodes[name].kind != "host":
             problems.append(Problem(graph.where(path), "a firewall applies to host nodes"))
             continue
+        owner = nodes[name].shares
+        if owner:  # its rules would be applied to no interface, or replace the owner's
+            problems.append(
+                Problem(graph.where(path), f"{name} runs in {owner}'s network namespace "
+                        f"(netns: {owner}), whose packets pass {owner}'s one firewall: "
+                        f"put the firewall on {owner}")
+            )  # fmt: skip
+            continue
         rules: list[tuple[str, str]] = []
         for j, rule in enumerate(fw.rules):
             where = graph.where((*path, "rules", j, "src"))
