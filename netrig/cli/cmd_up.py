@@ -65,7 +65,8 @@ def up(
 
     Usable means: links up, addresses and routes installed, spanning tree settled,
     and (unless --no-check) every pair of nodes the routing promises to connect
-    answering pings. The lab stays up until `netrig down NAME`.
+    answering pings, firewalls in place (pairs their written rules drop are not
+    expected to answer). The lab stays up until `netrig down NAME`.
 
     Ctrl-C, SIGTERM or SIGHUP removes the partial lab (exit 130, 143, 129).
 
@@ -138,6 +139,8 @@ def up(
             details.append(f"{plan.protocol} converged in {timings.extra['converged']:.2f} s")
         if result := lab.check_result:
             details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
+            if result.blocked:
+                details.append(f"{result.blocked} pairs the firewalls drop, not checked")
         # a routing daemon installs its own routes: netrig counts only those it installed
         daemons_route = plan.routing_daemons and not timings.routes
         routes = f"routes by {plan.protocol}" if daemons_route else counted(timings.routes, "route")

@@ -7,8 +7,10 @@ A node's firewall is applied in its namespace right after the lab is built, with
 batch interface (one `iptables-restore`, one `nft -f`, one loader per interface for XDP),
 never one process per rule. It lives in the namespace, so teardown needs nothing extra.
 `filler_rules` are rules that can never match lab traffic (sources from 240.0.0.0/4, which
-netrig never assigns): they make every packet walk a longer rule list, which is what seed 002
-measures. They come first; the `rules:` (which may match) follow, in the order written.
+netrig never assigns, and 3fff:ff0::/32, which a lab with fillers may not use): they make every
+packet walk a longer rule list, which is what seed 002 measures. Each family gets that many
+in every engine, and a packet walks only its own family's list (FirewallPlan.family_rules).
+They come first; the `rules:` (which may match) follow, in the order written.
 
 Adding an engine means adding one module here whose class is decorated with @register.
 """
@@ -51,9 +53,13 @@ class Engine:
     def apply(self, lab: Lab, node: str, fw: FirewallPlan) -> None:
         raise NotImplementedError
 
-    def count(self, lab: Lab, node: str) -> int:
-        """Rules in the node's rule list, as the kernel reports them."""
+    def counts(self, lab: Lab, node: str) -> dict[int, int]:
+        """Rules in the node's rule list of each family (4, 6), as the kernel reports them."""
         raise NotImplementedError
+
+    def count(self, lab: Lab, node: str) -> int:
+        """Rules in the node's rule lists, both families."""
+        return sum(self.counts(lab, node).values())
 
 
 registry: Registry[Engine] = Registry("firewall engine", __name__)

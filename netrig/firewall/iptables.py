@@ -2,7 +2,8 @@
 
 Legacy iptables walks a chain rule by rule, so every filler rule costs every packet a
 comparison: the behaviour seed 002 measured. Installed with one `iptables-legacy-restore`
-(and `ip6tables-legacy-restore` for IPv6 rules); counted back with `iptables-legacy-save`.
+and one `ip6tables-legacy-restore` (each family its own fillers and rules); counted back with
+`iptables-legacy-save` and `ip6tables-legacy-save`.
 """
 
 from __future__ import annotations
@@ -32,18 +33,17 @@ class Iptables(Engine):
     programs: ClassVar[dict[str, str]] = {
         "iptables-legacy-restore": "iptables",
         "iptables-legacy-save": "iptables",
+        "ip6tables-legacy-restore": "iptables",
+        "ip6tables-legacy-save": "iptables",
     }
 
     def apply(self, lab: Lab, node: str, fw: FirewallPlan) -> None:
-        v4 = [("drop", c) for c in fw.fillers()] + [r for r in fw.rules if ":" not in r[1]]
-        v6 = [r for r in fw.rules if ":" in r[1]]
-        run_checked(lab, node, ["iptables-legacy-restore"], ruleset(v4))
-        if v6:
-            run_checked(lab, node, ["ip6tables-legacy-restore"], ruleset(v6))
+        run_checked(lab, node, ["iptables-legacy-restore"], ruleset(fw.family_rules(4)))
+        run_checked(lab, node, ["ip6tables-legacy-restore"], ruleset(fw.family_rules(6)))
 
-    def count(self, lab: Lab, node: str) -> int:
-        saved = run_checked(lab, node, ["iptables-legacy-save", "-t", "filter"])
-        v4 = sum(1 for line in saved.splitlines() if line.startswith("-A INPUT "))
-        saved6 = lab.exec(node, ["ip6tables-legacy-save", "-t", "filter"], capture_output=True)
-        v6 = sum(1 for line in saved6.stdout.splitlines() if line.startswith("-A INPUT "))
-        return v4 + v6
+    def counts(self, lab: Lab, node: str) -> dict[int, int]:
+        out = {}
+        for family, tool in ((4, "iptables-legacy-save"), (6, "ip6tables-legacy-save")):
+            saved = run_checked(lab, node, [tool, "-t", "filter"])
+            out[family] = sum(1 for line in saved.splitlines() if line.startswith("-A INPUT "))
+        return out

@@ -47,6 +47,7 @@ class CheckResult:
     method: str = "ping"  # ping: every pair pinged | fib: proven from the FIBs + echoes
     echoes: int = 0  # echo requests that had to be answered
     reasons: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    blocked: int = 0  # promised pairs a planned firewall drops: not expected to answer
 
     @property
     def ok(self) -> bool:
@@ -71,6 +72,7 @@ class Prepared:
     pairs: list[tuple[str, str, str]] | None = None  # pinged one by one, or else:
     promised: fibcheck.PromiseFn | None = None  # proven from the FIBs,
     echoes: list[tuple[str, str, str]] = field(default_factory=list)  # with these pinged
+    blocked: int = 0  # pairs left out because a planned firewall drops them
 
 
 def prepare(plan: LabPlan, mode: str) -> Prepared:
@@ -79,7 +81,54 @@ def prepare(plan: LabPlan, mode: str) -> Prepared:
     if mode in ("auto", "sample") and fibcheck.eligible(plan) and len(plan.nodes) > 1:
         promised, echoes = _proof_inputs(plan)
         return Prepared(promised=promised, echoes=echoes)
-    return Prepared(pairs=check_pairs(plan, mode))
+    pairs = check_pairs(plan, mode)
+    if any(n.firewall for n in plan.nodes.values()):  # never eligible for the FIB proof
+        kept = unblocked(plan, pairs)
+        return Prepared(pairs=kept, blocked=len(pairs) - len(kept))
+    return Prepared(pairs=pairs)
+
+
+def unblocked(
+    plan: LabPlan, pairs: list[tuple[str, str, str]]
+) -> list[tuple[str, str, str]]:
+    """The pairs whose echo and reply no planned firewall drops.
+
+    The check runs after the firewalls are applied, on the lab as it will be measured, and
+    leaves out only what the written rules drop (first match, as every engine applies
+    them). Checking before the firewalls instead would prove a network nobody measures: a
+    firewall dropping more than its rules say (a wrong CIDR, an engine's mistake) would pass.
+    A firewall counts for a pair at either end (the request on the target, the reply on the
+    source) or on a shortest path between them (both, forwarded); a request is judged by
+    every address the sender might pick as its source, a reply by the address pinged."""
+    from netrig.plan.firewall import FirewallPlan
+
+    walls = [(n, FirewallPlan.from_dict(n.firewall)) for n in plan.nodes.values() if n.firewall]
+    hops: dict[str, dict[str, float]] = {}
+
+    def on_path(src: str, via: str, dst: str) -> bool:
+        if plan.protocol == "none":  # direct neighbours: nothing forwards
+            return False
+        if not hops:
+            hops.update(_hop_counts(plan))
+        far = hops.get(src, {})
+        return via in far and far[via] + hops[via].get(dst, INF) == far.get(dst, INF)
+
+    def blocked(src: str, dst: str, addr: str) -> bool:
+        s, d = plan.nodes[src], plan.nodes[dst]
+        sources = s.addresses(6 if ":" in addr else 4)
+        for node, fw in walls:
+            at_src, at_dst = node.ns == s.ns, node.ns == d.ns
+            transit = not (at_src or at_dst) and on_path(src, node.name, dst)
+            if (at_dst or transit) and any(fw.drops(a) for a in sources):
+                return True  # the request
+            if (at_src or transit) and fw.drops(addr):
+                return True  # the reply
+        return False
+
+    return [p for p in pairs if not blocked(*p)]
+
+
+INF = float("inf")
 
 
 def _proof_inputs(
@@ -103,6 +152,7 @@ def verify(
         return prove(plan, timeout, destinations, prepared)
     result = ping_pairs(plan, prepared.pairs, timeout)
     result.echoes = len(prepared.pairs)
+    result.blocked = prepared.blocked
     return result
 
 

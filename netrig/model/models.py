@@ -185,7 +185,11 @@ class Firewall(Strict):
 
     engine: str = Field(description="iptables | nftables | xdp (a plugin of netrig.firewall)")
     filler_rules: int = Field(
-        0, ge=0, le=10000, description="rules that never match lab traffic (from 240.0.0.0/4)"
+        0,
+        ge=0,
+        le=10000,
+        description="rules that never match lab traffic, this many per family "
+        "(sources from 240.0.0.0/4 and 3fff:ff0::/32)",
     )
     rules: list[FirewallRule] = []
     xdp_mode: Literal["native", "skb"] = Field("native", description="xdp engine: attach mode")

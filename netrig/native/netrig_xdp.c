@@ -2,7 +2,8 @@
 //
 //   netrig-xdp filter-load IFACE native|skb OBJ   < "drop|accept CIDR" lines
 //       load xdp_filter.bpf.o, fill its tries in one pass, attach it (it stays after we exit)
-//   netrig-xdp filter-count IFACE                  rules and drop counter of the attached filter
+//   netrig-xdp filter-count IFACE                  rules (all, v4, v6) and drop counter of the
+//                                                  attached filter
 //   netrig-xdp stamp-recv IFACE PORT COUNT OBJ [spin]
 //       attach xdp_stamp.bpf.o in front of the interface's XDP program (tail call), receive
 //       UDP on PORT until COUNT packets arrived or SIGTERM/SIGINT, then print one line per
@@ -134,7 +135,7 @@ static int filter_load(const char *ifname, const char *mode, const char *path)
 
 static int filter_count(const char *ifname)
 {
-	int ifindex = iface_index(ifname), fd, total = 0;
+	int ifindex = iface_index(ifname), fd, total = 0, v4 = 0, v6 = 0;
 	uint32_t id = 0, map_ids[16], i;
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
@@ -161,11 +162,17 @@ static int filter_count(const char *ifname)
 		if (mfd < 0 || bpf_obj_get_info_by_fd(mfd, &minfo, &mlen))
 			continue;
 		if (minfo.type == BPF_MAP_TYPE_LPM_TRIE) {
+			int n = 0;
 			while (!bpf_map_get_next_key(mfd, prev, next)) {
-				total++;
+				n++;
 				memcpy(key, next, sizeof(key));
 				prev = key;
 			}
+			total += n;
+			if (!strcmp(minfo.name, "rules_v4"))
+				v4 = n;
+			else if (!strcmp(minfo.name, "rules_v6"))
+				v6 = n;
 		} else if (minfo.type == BPF_MAP_TYPE_PERCPU_ARRAY && !strcmp(minfo.name, "hits")) {
 			int ncpu = libbpf_num_possible_cpus(), c;
 			uint64_t values[ncpu > 0 ? ncpu : 1];
@@ -176,7 +183,8 @@ static int filter_count(const char *ifname)
 		}
 		close(mfd);
 	}
-	printf("rules %d\nprog %s\ndropped %llu\n", total, info.name, (unsigned long long)dropped);
+	printf("rules %d\nrules_v4 %d\nrules_v6 %d\nprog %s\ndropped %llu\n", total, v4, v6,
+	       info.name, (unsigned long long)dropped);
 	return 0;
 }
 

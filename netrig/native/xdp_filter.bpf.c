@@ -3,6 +3,8 @@
 // Rules live in two longest-prefix-match tries, one per family, as xdp-filter keeps its
 // addresses in maps: a lookup costs the same for 1 rule as for 10000, which is what seed 002
 // compares against iptables' linear chains. Value 1 = drop, 2 = accept. Counters in `hits`.
+// The trie takes the longest prefix; netrig fills it so that this is the verdict of the first
+// rule written, as in iptables and nftables (netrig/plan/firewall.py, trie_entries).
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/ip.h>

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import asdict, dataclass, field
-from ipaddress import IPv4Address, ip_interface, ip_network
+from ipaddress import ip_address, ip_interface, ip_network
 from typing import Any
 
 from netrig.model.load import LabGraph, Problem
 from netrig.plan.model import NodePlan
 
-FILLER_BASE = IPv4Address("240.0.0.1")  # 240.0.0.0/4 is reserved: no lab address is ever here
+# fillers' sources: 240.0.0.0/4 is reserved (never assigned); for IPv6 a documentation range
+# (RFC 9637) that a lab may not use when it has fillers (refused at file:line)
+FILLER_BASE = {4: ip_address("240.0.0.1"), 6: ip_address("3fff:ff0::1")}
+FILLER_RANGE = {4: ip_network("240.0.0.0/4"), 6: ip_network("3fff:ff0::/32")}
 
 
 @dataclass
@@ -33,13 +36,62 @@ class FirewallPlan:
             data.get("xdp_mode", "native"),
         )
 
-    def fillers(self) -> list[str]:
-        """Source addresses of the filler rules, as /32 prefixes."""
-        return [f"{FILLER_BASE + i}/32" for i in range(self.filler_rules)]
+    def fillers(self, family: int = 4) -> list[str]:
+        """Source prefixes of the filler rules of one family (host prefixes)."""
+        base, bits = FILLER_BASE[family], 32 if family == 4 else 128
+        return [f"{base + i}/{bits}" for i in range(self.filler_rules)]
+
+    def family_rules(self, family: int) -> list[tuple[str, str]]:
+        """The rule list a packet of this family walks, in every engine: `filler_rules`
+        fillers of its own family, then the written rules of that family in their order.
+        Each family gets the same fillers so that an IPv6 measurement compares like with
+        like (iptables gave IPv6 none, nftables' inet table made IPv6 walk IPv4's)."""
+        mine = [(a, c) for a, c in self.rules if (":" in c) == (family == 6)]
+        return [("drop", c) for c in self.fillers(family)] + mine
 
     def total(self) -> int:
-        """Rules per rule list as installed: fillers plus written rules."""
-        return self.filler_rules + len(self.rules)
+        """Rules installed, both families: fillers of each plus the written rules."""
+        return 2 * self.filler_rules + len(self.rules)
+
+    def drops(self, addr: str) -> bool:
+        """Whether a packet from `addr` is dropped: the first written rule that matches
+        decides, as in every engine (fillers are left out: they never match a lab address)."""
+        ip = ip_address(addr)
+        for action, cidr in self.rules:
+            net = ip_network(cidr)
+            if net.version == ip.version and ip in net:
+                return action == "drop"
+        return False
+
+
+def trie_entries(rules: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The rules as longest-prefix-match entries that give the verdict first match gives.
+
+    Every engine must judge a packet by the first rule that matches, in the order written
+    (seed 002 compares them): a trie takes the longest prefix instead. Giving each prefix the
+    action of the first rule whose prefix contains it makes the two agree (the longest prefix
+    holding an address lies inside every earlier rule that also holds it), keeps one entry per
+    rule (a repeated prefix once) and keeps the trie's constant cost per packet."""
+    first: dict[tuple[int, int, int], int] = {}  # (version, network, length) → first index
+    keys = []
+    for i, (_action, cidr) in enumerate(rules):
+        net = ip_network(cidr)
+        key = (net.version, int(net.network_address), net.prefixlen)
+        first.setdefault(key, i)
+        keys.append((key, net.max_prefixlen, str(net)))
+    lengths = {v: sorted({k[2] for k in first if k[0] == v}) for v in (4, 6)}
+    out = []
+    for i, ((version, addr, length), bits, cidr) in enumerate(keys):
+        if first[(version, addr, length)] != i:
+            continue  # the same prefix again: its first rule decides
+        winner = i
+        for shorter in lengths[version]:  # every rule whose prefix holds this one
+            if shorter >= length:
+                break
+            mask = ((1 << shorter) - 1) << (bits - shorter)
+            winner = min(winner, first.get((version, addr & mask, shorter), winner))
+        out.append((rules[winner][0], cidr))
+    return out
 
 
 def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]) -> None:
@@ -51,6 +103,14 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
         path = (*graph.node_paths[name], "firewall")
         if nodes[name].kind != "host":
             problems.append(Problem(graph.where(path), "a firewall applies to host nodes"))
+            continue
+        owner = nodes[name].shares
+        if owner:  # its rules would be applied to no interface, or replace the owner's
+            problems.append(
+                Problem(graph.where(path), f"{name} runs in {owner}'s network namespace "
+                        f"(netns: {owner}), whose packets pass {owner}'s one firewall: "
+                        f"put the firewall on {owner}")
+            )  # fmt: skip
             continue
         rules: list[tuple[str, str]] = []
         for j, rule in enumerate(fw.rules):
@@ -68,8 +128,26 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
                 )
                 continue
             rules.append((rule.action, str(net)))
+        if fw.filler_rules:
+            _refuse_filler_addresses(graph.where((*path, "filler_rules")), nodes, problems)
         plan = FirewallPlan(fw.engine, fw.filler_rules, rules, fw.xdp_mode)
         nodes[name].firewall = asdict(plan)
+
+
+def _refuse_filler_addresses(
+    where: str, nodes: dict[str, NodePlan], problems: list[Problem]
+) -> None:
+    """Fillers must never match: a lab address in their range is refused."""
+    for node in nodes.values():
+        for cidr in _host_prefixes(node):
+            net = ip_network(cidr)
+            if net.subnet_of(FILLER_RANGE[net.version]):  # type: ignore[arg-type]
+                problems.append(
+                    Problem(where, f"filler rules drop sources in {FILLER_RANGE[net.version]}, "
+                            f"which holds {node.name}'s address {net.network_address}: choose "
+                            "another address pool")
+                )  # fmt: skip
+                return
 
 
 def _host_prefixes(node: NodePlan) -> list[str]:

@@ -72,16 +72,16 @@ def test_missing_tool_names_the_package_and_creates_nothing(tmp_path: Path) -> N
 
 def test_rulesets_put_fillers_first() -> None:
     fw = FirewallPlan("iptables", 2, [("drop", "198.18.0.1/32")])
-    rules = [("drop", c) for c in fw.fillers()] + fw.rules
-    text = iptables_ruleset(rules)
+    text = iptables_ruleset(fw.family_rules(4))
     lines = [ln for ln in text.splitlines() if ln.startswith("-A INPUT")]
     assert lines == [
         "-A INPUT -s 240.0.0.1/32 -j DROP",
         "-A INPUT -s 240.0.0.2/32 -j DROP",
         "-A INPUT -s 198.18.0.1/32 -j DROP",
     ]
-    nft = nft_ruleset([("accept", "2001:2::1/128")])
-    assert "ip6 saddr 2001:2::1/128 accept" in nft
+    nft = nft_ruleset(FirewallPlan("nftables", 1, [("accept", "2001:2::1/128")]).family_rules(6), 6)
+    assert "table ip6 netrig" in nft and "ip6 saddr 2001:2::1/128 accept" in nft
+    assert nft.index("ip6 saddr 3fff:ff0::1/128 drop") < nft.index("2001:2::1/128")
 
 
 def test_lost_packets_are_counted_never_zero_latency() -> None:
@@ -111,3 +111,34 @@ def test_a_path_without_sbin_still_finds_nft() -> None:
         env={**os.environ, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.strip() in ("/usr/sbin/nft", "/sbin/nft")
+
+
+SHARED = """\
+name: {name}
+topology: {{kind: pair}}
+nodes:
+  - name: n2{owner}
+  - name: n2side
+    netns: n2
+    firewall: {{engine: {engine}, rules: [{{src: n1}}]}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("engine", "owner"),
+    [("xdp", ""), ("iptables", "\n    firewall: {engine: iptables, rules: [{src: n1}]}")],
+)
+def test_a_firewall_in_a_shared_namespace_is_refused(
+    tmp_path: Path, engine: str, owner: str
+) -> None:
+    """Its rules were applied to no interface (XDP) or replaced the owner's (iptables)."""
+    name = new_lab_name("fs")
+    path = tmp_path / "lab.yaml"
+    path.write_text(SHARED.format(name=name, engine=engine, owner=owner))
+    line = 7 + owner.count("\n")
+    for command in ("validate", "up") if os.geteuid() == 0 else ("validate",):
+        done = netrig_cli(command, str(path))
+        assert done.returncode == 2, done.stderr
+        assert f"{path}:{line}:" in done.stderr
+        assert "runs in n2's network namespace" in done.stderr and "on n2" in done.stderr
+    assert not any(ns.startswith(name + "-") for ns in netns.list_names())
