@@ -3,7 +3,8 @@
     source = lab_graph(plan)                 # a graphviz.Graph
     svg = render(plan, "svg")                # bytes: svg, png (with graphviz's `dot`), dot
 
-Roles: a switch node is a switch (a box); a host node that forwards between several links,
+Roles: a switch node, or a node that bridges its links (`routing: bridge`), is a switch
+(a box); a host node that forwards between several links,
 or runs a routing daemon (FRR, a routing protocol), is a router (an ellipse); any other is
 a host (a rounded box). Each link end is labelled with its interface and its addresses; a
 link's rate, delay or loss is its own label. Nodes that run on several machines (a `host`
@@ -26,6 +27,7 @@ from netrig.plan.model import LabPlan, LinkPlan, NodePlan
 Format = Literal["svg", "png", "dot"]
 FORMATS: tuple[Format, ...] = ("svg", "png", "dot")
 ROUTING_DAEMONS = ("batman", "babel", "ospf", "bgp", "frr")
+DEFAULT_MTU = 1500
 STYLE = {
     "switch": {"shape": "box", "style": "filled", "fillcolor": "#d9d9d9"},
     "router": {"shape": "ellipse", "style": "filled", "fillcolor": "#cfe2f3"},
@@ -35,8 +37,8 @@ STYLE = {
 
 def role(plan: LabPlan, node: NodePlan) -> str:
     """switch, router or host (see the module's docstring)."""
-    if node.kind == "switch":
-        return "switch"
+    if node.kind == "switch" or node.bridge is not None:  # `routing: bridge`: each node
+        return "switch"  # bridges its links (its address sits on the bridge)
     daemons = plan.protocol in ROUTING_DAEMONS or any(s.kind == "frr" for s in node.services)
     return "router" if daemons or len(node.ifaces) > 1 else "host"
 
@@ -104,7 +106,10 @@ def _node(graph: graphviz.Graph, plan: LabPlan, node: NodePlan) -> None:
 
 def _end(plan: LabPlan, node: str, ifname: str) -> str:
     iface = plan.node(node).iface(ifname)
-    shown = iface.addrs[:2] + (["…"] if len(iface.addrs) > 2 else [])
+    # the first address of each family (aliases after them had hidden the IPv6 one)
+    first = [next((a for a in iface.addrs if (":" in a) == v6), None) for v6 in (False, True)]
+    shown = [a for a in first if a]
+    shown += ["…"] if len(iface.addrs) > len(shown) else []
     return "\n".join([ifname, *shown])
 
 
@@ -113,7 +118,8 @@ def _link(graph: graphviz.Graph, plan: LabPlan, link: LinkPlan) -> None:
         _rate(link.rate) if link.rate else "",
         f"{link.delay * 1000:g} ms" if link.delay else "",
         f"{link.loss:g}% loss" if link.loss else "",
-        f"mtu {link.mtu}" if link.mtu else "",
+        f"mtu {link.mtu}" if link.mtu and link.mtu != DEFAULT_MTU else "",  # (every link's
+        # label had said "mtu 1500" when link_defaults wrote it)
     ]
     label = " ".join(part for part in shown if part) or None
     graph.edge(

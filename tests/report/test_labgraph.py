@@ -190,3 +190,20 @@ def test_a_links_label_keeps_clear_of_its_ends_labels() -> None:
     assert len(rates) == 2 and len(ends) == 4
     for rx, ry in rates:  # 9-point text: apart by more than a line, or side by side
         assert all(abs(ry - ey) > 10 or abs(rx - ex) > 60 for ex, ey in ends), (rates, ends)
+
+
+def test_labels_say_what_differs_and_bridging_nodes_are_switches() -> None:
+    """Every link had been labelled "mtu 1500" when link_defaults wrote it; aliases hid a
+    link end's IPv6 address behind "…"; `routing: bridge` nodes were drawn as routers."""
+    from netrig.rig.prepare import load_text
+
+    plan = build_plan(load_text(
+        "name: g\ntopology: {kind: chain, nodes: 3}\nlink_defaults: {mtu: 1500}\n"
+        "links:\n  - {a: n1, b: n2, aliases: 2, mtu: 9000}\n"))  # fmt: skip
+    source = labgraph.render(plan, "dot").decode()
+    assert "mtu 1500" not in source and "mtu 9000" in source
+    n1 = plan.nodes["n1"].iface("eth0").addrs
+    assert f"{n1[0]}\n{next(a for a in n1 if ':' in a)}\n…" in source
+    bridged = build_plan(load_text("name: b\ntopology: {kind: ring, nodes: 4}\n"
+                                   "routing: {protocol: bridge}\n"))  # fmt: skip
+    assert {labgraph.role(bridged, n) for n in bridged.nodes.values()} == {"switch"}
