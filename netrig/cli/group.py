@@ -58,7 +58,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print the logs of NODE's daemons in LAB (or of DAEMON only), each under a header "
         "that says whether it is running.",
     ),
-    "node": ("fault", "Stop or start again the routing daemon(s) of NODE in LAB."),
+    "node": (
+        "fault",
+        "Stop or start again the daemons of NODE in LAB: its routing daemon(s), services "
+        "(nginx, haproxy, pen…) and cmd.",
+    ),
     "plan": (
         "plan",
         "The plan of a lab or experiment FILE: nodes, interfaces, addresses, routes, "
