@@ -143,13 +143,15 @@ def missing_tools(tools: dict[str, str]) -> dict[str, str]:
 _started = threading.local()
 
 
-def mark_started() -> None:
+def mark_started() -> float:
     """Called by a plugin just before its measuring process starts (the iperf3 client, the
     pings): the runner puts that moment at t = 0 of the measurement's samples when it lines
     them up with a timeline of events. One mark per thread, so measurements run side by side
-    each keep their own."""
+    each keep their own. Returns the mark (monotonic clock), for a plugin that times its
+    samples itself (pps) to count from it."""
     _started.at = time.monotonic()
     _started.wall = time.time()
+    return float(_started.at)
 
 
 def started_wall() -> float:

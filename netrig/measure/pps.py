@@ -29,7 +29,8 @@ Generators (`generator:`):
 
 Samples: `tx_pps` and `tx_packets` (what the generator says it sent), `rx_pps` and
 `rx_packets` (what reached dst; rates over the generator's own sending time),
-`loss_percent`, `tx_refused` (netrig_gen), `rx_pps` per `interval` (t set), and per watched
+`loss_percent`, `tx_refused` (netrig_gen), `rx_pps` per `interval` (t: seconds since the
+generator was started, so with `events:` on the timeline's clock), and per watched
 node `tx_packets` per interface (stream `node:iface`), which shows how ECMP split the flows.
 
 On veth, a frame is forwarded in the softirq of the CPU that sent it, through every hop:
@@ -63,6 +64,7 @@ from netrig.measure import (
     MeasureOptions,
     Result,
     end_group,
+    mark_started,
     node_problems,
     not_installed,
     read_spool,
@@ -209,12 +211,12 @@ class Pps(Measurement[PpsOptions]):
             out, err = stack.enter_context(spool()), stack.enter_context(spool())
             sink.start()
             stack.callback(sink.stop)
-            report = _run_generator(lab, o, generator, argv, out, err, deadline)
+            origin, report = _run_generator(lab, o, generator, argv, out, err, deadline)
             sink.ended = time.monotonic()
             sink.settle(deadline)
             output = tail(read_spool(err) + read_spool(out))
         after = {node: read_counters(lab, node) for node in o.watch}
-        samples = _samples(o, generator, report, sink, watched, after)
+        samples = _samples(o, generator, report, sink, watched, after, origin)
         if sink.received == 0:
             raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples, output)
         return samples
@@ -350,8 +352,11 @@ def _run_generator(
     out: Any,
     err: Any,
     deadline: float,
-) -> GeneratorReport:
-    """Start the generator in src, stop trafgen after `duration` of sending, parse its report."""
+) -> tuple[float, GeneratorReport]:
+    """Start the generator in src, stop trafgen after `duration` of sending, parse its report.
+    Also returns when it was started: t = 0 of the interval samples, the moment the runner
+    lines up with a timeline of events (mark_started)."""
+    origin = mark_started()
     try:
         proc = lab.popen(
             o.src,
@@ -396,7 +401,7 @@ def _run_generator(
         raise MeasurementFailed(exc.reason, stderr=tail(stderr + stdout)) from None
     if report.sent == 0:
         raise MeasurementFailed(f"{name} sent no packet", stderr=tail(stderr + stdout))
-    return report
+    return origin, report
 
 
 def _peek(fh: Any) -> bytes:
@@ -484,12 +489,14 @@ class SinkCounter:
     def received(self) -> int:
         return (self.last or 0) - (self.first or 0)
 
-    def interval_rates(self) -> list[tuple[float, float]]:
+    def interval_rates(self, origin: float) -> list[tuple[float, float]]:
         """(t, packets/s) per whole interval from the first arrival to the generator's end
-        (a last interval cut short by that end is left out)."""
-        start = self.marks[0][0] if self.marks else 0.0
+        (a last interval cut short by that end is left out); t in seconds since `origin`
+        (monotonic: when the generator was started), not since the first arrival, which
+        comes after the generator's start-up and would put every interval early on a
+        timeline of events."""
         return [
-            (t0 - start, (n1 - n0) / (t1 - t0))
+            (t0 - origin, (n1 - n0) / (t1 - t0))
             for (t0, n0), (t1, n1) in zip(self.marks, self.marks[1:], strict=False)
             if t1 + POLL <= self.ended
         ]
@@ -502,6 +509,7 @@ def _samples(
     sink: SinkCounter,
     before: dict[str, dict[str, Any]],
     after: dict[str, dict[str, Any]],
+    origin: float,
 ) -> list[Sample | Any]:
     seconds = max(report.seconds, 1e-6)
     received = sink.received
@@ -515,7 +523,7 @@ def _samples(
     ]
     if generator == "netrig":
         samples.append(Sample("tx_refused", report.refused, "packets"))
-    samples += [Sample("rx_pps", pps, "packets/s", t=t) for t, pps in sink.interval_rates()]
+    samples += [Sample("rx_pps", pps, "packets/s", t=t) for t, pps in sink.interval_rates(origin)]
     for node, counters in after.items():
         for ifname, c in counters.items():
             if ifname != "lo" and ifname in before[node]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import textwrap
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import Text
 from netrig.model.load import SpecError
+from netrig.results.store import ResultStore
 from netrig.rig import Lab
 from netrig.rig.prepare import load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root
@@ -222,3 +224,42 @@ def test_a_missing_generator_names_its_package_before_anything_exists(
             f"measure: [{{pps: {{src: n1, dst: n3, generator: {generator}}}}}]\n"
         )
     assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
+
+
+def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: str) -> None:
+    """A cut on the path stops the sink's count when the cut happens: t of the per-interval
+    rx_pps counts from the generator's start (the runner's mark), not from the first frame
+    to arrive, which had put the drop 0.05–0.25 s before the event."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
+        events: [link n2-n3 down @ 1s, link n2-n3 up @ 2s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        samples = [(m, s) for m, s in store.samples(run.id)]
+    at = {s.stream: s.value for m, s in samples if m == "events" and s.metric == "event_at"}
+    down, up = at["link n2-n3 down @ 1s"], at["link n2-n3 up @ 2s"]
+    rates = sorted((s.t, s.value) for m, s in samples if m == "pps" and s.t is not None)
+    intervals = [(t0, t1, r) for (t0, r), (t1, _) in itertools.pairwise(rates)]
+
+    def edge(after: float, falling: bool) -> float:
+        """When the rate crossed over, from the share of the paced rate in the interval
+        that holds the edge."""
+        for t0, t1, r in intervals:
+            if t1 > after - 0.2 and (r < 9000 if falling else r > 1000):
+                share = r / 10000 if falling else 1 - r / 10000
+                return t0 + share * (t1 - t0)
+        raise AssertionError(f"no edge after {after}: {intervals}")
+
+    assert edge(down, falling=True) == pytest.approx(down, abs=0.04), intervals
+    assert all(r == 0 for t0, t1, r in intervals if down + 0.05 < t0 and t1 < up - 0.05)
+    assert edge(up, falling=False) == pytest.approx(up, abs=0.06), intervals
