@@ -18,7 +18,8 @@ Generators (`generator:`):
 - `netrig`: netrig_gen (pktgen/netrig_gen.c, built with gcc at first use into
   ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS, one socket per
   thread, paced by the clock when `rate` is set; it counts frames the first hop refused
-  (veth returns ENOBUFS when the next backlog is full) apart from frames sent.
+  (veth returns ENOBUFS when the next backlog is full; ENETDOWN while src's own link is
+  down, e.g. a `link … down` event on it: sending goes on) apart from frames sent.
 - `trafgen` (Debian netsniff-ng): the same frames from a trafgen config (TX ring at full
   speed, `-b` pacing when `rate` is set), ended with SIGINT `duration` after it says it
   runs. Not `-n`: trafgen 0.6.8 given `-n` ignores `-b` and sends at full speed.

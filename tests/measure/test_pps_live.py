@@ -263,3 +263,33 @@ def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: 
     assert edge(down, falling=True) == pytest.approx(down, abs=0.04), intervals
     assert all(r == 0 for t0, t1, r in intervals if down + 0.05 < t0 and t1 < up - 0.05)
     assert edge(up, falling=False) == pytest.approx(up, abs=0.06), intervals
+
+
+def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_name: str) -> None:
+    """`link n1-n2 down` on the sender's link: its sends fail with ENETDOWN for that second,
+    which had ended netrig_gen ("Network is down") and failed the run. They are refused
+    frames now, and the frames due after `up` go out and arrive."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
+        events: [link n1-n2 down @ 1s, link n1-n2 up @ 2s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        assert run.status == "ok", run.reason
+        samples = [s for m, s in store.samples(run.id) if m == "pps"]
+    values = {s.metric: s.value for s in samples if s.t is None and not s.stream}
+    assert values["tx_packets"] + values["tx_refused"] == pytest.approx(30000, rel=0.01)
+    assert values["tx_refused"] == pytest.approx(10000, rel=0.1)  # the second it was down
+    assert values["rx_packets"] == pytest.approx(values["tx_packets"], rel=0.01)
+    rates = sorted((s.t, s.value) for s in samples if s.t is not None)
+    assert all(r == 0 for t, r in rates if 1.1 < t < 1.85), rates
+    assert all(r > 9000 for t, r in rates if 2.2 < t < 2.8), rates

@@ -4,7 +4,8 @@
  * and sent from an AF_PACKET socket with PACKET_QDISC_BYPASS, in sendmmsg batches, from one
  * or more threads, at full speed or paced to a rate, for a duration. The count it prints is
  * exact: every frame the kernel accepted is `sent`; every frame the first hop refused
- * (ENOBUFS: veth's peer backlog was full) is `refused`.
+ * (ENOBUFS: veth's peer backlog was full; ENETDOWN: the interface is down, as during a
+ * `link … down` event on it, which must be measured, not end the run) is `refused`.
  *
  *   netrig_gen --dev eth0 --src-mac 02:.. --dst-mac 02:.. --src 198.18.0.1 --dst 198.18.0.6
  *              [--sport 10000] [--flows 256] [--dport 9] [--size 60] [--rate PPS]
@@ -207,7 +208,8 @@ static void *run_worker(void *arg)
 		}
 		int n = sendmmsg(fd, msgs, (unsigned)want, 0);
 		if (n < 0) {
-			if (errno == ENOBUFS) { /* the first hop dropped this frame */
+			if (errno == ENOBUFS || errno == ENETDOWN) { /* the first hop dropped
+								       this frame, or its link is down */
 				w->refused++;
 				continue;
 			}
