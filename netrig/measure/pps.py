@@ -8,16 +8,22 @@ A generator in `src` sends small UDP frames (`frame_size` 64 bytes, the FCS incl
 RFC 2544 counts it, so 60 bytes on a veth) to dst's address, from `flows` UDP source ports
 so a multipath hash spreads them over equal paths. The frames leave through an AF_PACKET
 socket on the interface and next hop src's routing table names, bypassing src's own stack
-and qdisc, so everything the CPU spends after that is forwarding. The sink counts: dst's
-UDP counters (/proc/net/snmp or snmp6 read inside its namespace, before, during and
-after: NoPorts, as nothing listens on `dport`) give the datagrams that arrived, and
-nothing else (IPv6 housekeeping right after a lab is built would inflate interface
+(and its qdisc where there is nothing to bypass: a veth's noqueue), so everything the CPU
+spends after that is forwarding. Where src's interface has a qdisc (a link's `rate:`,
+delay or loss), and in runs with `events:` (a `link … rate` event adds one mid-run), the
+frames go through it (`qdisc: auto`; `use` or `bypass` to force): a token bucket holds the
+generator back as it holds any sender (the socket's buffer fills), so tx_pps and rx_pps
+show the link's rate, not `rate` (bypassed, 20 kpps had crossed a 1mbit link).
+
+The sink counts: dst's UDP counters (/proc/net/snmp or snmp6 read inside its namespace,
+before, during and after: NoPorts, as nothing listens on `dport`) give the datagrams that
+arrived, and nothing else (IPv6 housekeeping right after a lab is built would inflate interface
 counters by a few packets).
 
 Generators (`generator:`):
 - `netrig`: netrig_gen (pktgen/netrig_gen.c, built with gcc at first use into
-  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS, one socket per
-  thread, paced by the clock when `rate` is set; it counts frames the first hop refused
+  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS (see above),
+  one socket per thread, paced by the clock when `rate` is set; it counts frames the first hop refused
   (veth returns ENOBUFS when the next backlog is full; ENETDOWN while src's own link is
   down, e.g. a `link … down` event on it: sending goes on) apart from frames sent.
 - `trafgen` (Debian netsniff-ng): the same frames from a trafgen config (TX ring at full
@@ -88,6 +94,7 @@ if TYPE_CHECKING:
     from netrig.plan.model import LabPlan
 
 SOURCE = os.path.join(os.path.dirname(__file__), "pktgen", "netrig_gen.c")
+TC_H_ROOT = 0xFFFFFFFF  # a root qdisc's parent
 FCS = 4  # bytes of a frame's checksum: counted in frame_size, not sent on a veth
 STARTUP_SLACK = 15.0  # timeout beyond the duration (gcc at first use, trafgen's set-up)
 POLL = 0.01  # seconds between counter reads while traffic flows
@@ -129,6 +136,11 @@ class PpsOptions(MeasureOptions):
     address: AddressChoice = Field("auto", description="dst address: loopback, link or auto")
     interval: Seconds = Field(1.0, description="seconds per rx_pps interval sample (0: none)")
     watch: list[NodeName] = Field([], description="nodes whose per-interface tx counts to store")
+    qdisc: Literal["auto", "bypass", "use"] = Field(
+        "auto",
+        description="src's qdisc: auto (used when src's interface has one, e.g. a link's rate, "
+        "delay or loss, and in runs with events), bypass, use",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> PpsOptions:
@@ -183,6 +195,13 @@ class Pps(Measurement[PpsOptions]):
             return [(("address",), str(exc.args[0]))]
         return []
 
+    def during_events(self, options: PpsOptions) -> PpsOptions:
+        """Through src's qdisc, unless the file says otherwise: a `link … rate` event on
+        src's link puts a token bucket there after the generator has started."""
+        if options.qdisc != "auto":
+            return options
+        return options.model_copy(update={"qdisc": "use"})
+
     def timeout(self, options: PpsOptions) -> float:
         o = options
         return float(o.timeout or o.duration + STARTUP_SLACK)
@@ -197,18 +216,19 @@ class Pps(Measurement[PpsOptions]):
         target = target_address(lab.plan, o.src, o.dst, o.family, o.address)
         source = lab.plan.addr(o.src, o.family)
         way = egress(lab, o.src, target)
+        qdisc = o.qdisc == "use" or (o.qdisc == "auto" and way.qdisc != "noqueue")
         watched = {node: read_counters(lab, node) for node in o.watch}
         sink = SinkCounter(lab.ns(o.dst), o.family, o.interval)
         with contextlib.ExitStack() as stack:
             if generator == "netrig":
-                argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target)]
+                argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target, qdisc)]
             else:
                 if shutil.which("trafgen") is None:
                     raise not_installed("trafgen", "netsniff-ng")
                 cfg = stack.enter_context(tempfile.NamedTemporaryFile("w", suffix=".cfg"))
                 cfg.write(trafgen_config(o, way, source, target))
                 cfg.flush()
-                argv = trafgen_argv(o, way.ifname, cfg.name)
+                argv = trafgen_argv(o, way.ifname, cfg.name, qdisc)
             out, err = stack.enter_context(spool()), stack.enter_context(spool())
             sink.start()
             stack.callback(sink.stop)
@@ -276,11 +296,13 @@ def netrig_gen_binary() -> str:
 
 @dataclass(frozen=True)
 class Egress:
-    """Where src's frames leave: its interface, its MAC, and the next hop's MAC."""
+    """Where src's frames leave: its interface, its MAC, the next hop's MAC, and the kind
+    of the interface's root qdisc (noqueue: none, a veth's own)."""
 
     ifname: str
     src_mac: str
     dst_mac: str
+    qdisc: str = "noqueue"
 
 
 def egress(lab: Lab, src: str, target: str) -> Egress:
@@ -299,15 +321,19 @@ def egress(lab: Lab, src: str, target: str) -> Egress:
             via = route.get_attr("RTA_GATEWAY") or target
             link = next(iter(ipr.get_links(oif)))
             ifname, mac = link.get_attr("IFLA_IFNAME"), link.get_attr("IFLA_ADDRESS")
+            roots = [q for q in ipr.get_qdiscs(oif) if q["parent"] == TC_H_ROOT]
+            qdisc = str(roots[0].get_attr("TCA_KIND")) if roots else "noqueue"
             for neigh in ipr.get_neighbours(ifindex=oif):
                 if neigh.get_attr("NDA_DST") == via and neigh.get_attr("NDA_LLADDR"):
-                    return Egress(ifname, mac, neigh.get_attr("NDA_LLADDR"))
+                    return Egress(ifname, mac, neigh.get_attr("NDA_LLADDR"), qdisc)
         raise MeasurementFailed(f"{src}: no ARP/ND entry for the next hop {via} on {ifname}")
 
     return netns.in_netns(lab.ns(src), work)
 
 
-def netrig_gen_args(o: PpsOptions, way: Egress, source: str, target: str) -> list[str]:
+def netrig_gen_args(
+    o: PpsOptions, way: Egress, source: str, target: str, qdisc: bool = False
+) -> list[str]:
     argv = [
         "--dev", way.ifname, "--src-mac", way.src_mac, "--dst-mac", way.dst_mac,
         "--src", source, "--dst", target, "--sport", str(o.sport), "--flows", str(o.flows),
@@ -316,7 +342,7 @@ def netrig_gen_args(o: PpsOptions, way: Egress, source: str, target: str) -> lis
     ]  # fmt: skip
     if o.rate is not None:
         argv += ["--rate", f"{o.rate:g}", "--count", str(round(o.rate * o.duration))]
-    return argv
+    return argv + (["--qdisc"] if qdisc else [])
 
 
 def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
@@ -337,9 +363,11 @@ def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
     )
 
 
-def trafgen_argv(o: PpsOptions, ifname: str, cfg: str) -> list[str]:
+def trafgen_argv(o: PpsOptions, ifname: str, cfg: str, qdisc: bool = False) -> list[str]:
     # --no-sock-mem and -Q: leave the host's socket memory sysctls and IRQ affinities alone
     argv = ["trafgen", "-o", ifname, "-c", cfg, "-P", str(o.threads), "--no-sock-mem", "-Q"]
+    if qdisc:  # -q: through the qdisc (trafgen bypasses it by default)
+        argv.append("-q")
     if o.rate is not None:  # no -n: trafgen 0.6.8 ignores -b when given -n (full speed)
         argv += ["-b", f"{o.rate:.0f}pps"]
     return argv

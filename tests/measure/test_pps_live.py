@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -293,3 +293,50 @@ def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_n
     rates = sorted((s.t, s.value) for s in samples if s.t is not None)
     assert all(r == 0 for t, r in rates if 1.1 < t < 1.85), rates
     assert all(r > 9000 for t, r in rates if 2.2 < t < 2.8), rates
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_rate_on_the_senders_own_link_holds_the_generator_back(
+    make_lab: Callable[..., Lab], generator: str
+) -> None:
+    """`rate: 1mbit` on n1-n2 is a token bucket on n1's interface, which the generators'
+    qdisc bypass skipped: 20 kpps arrived, as if there were no limit (iperf3: 0.99 Mbit/s).
+    Through the qdisc, what arrives is what 1 Mbit/s carries: 60-byte frames, ~2.1 kpps
+    (and the bucket's first 16 KiB at once)."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3},
+                    "links": [{"a": "n1", "b": "n2", "rate": "1mbit"}]})  # fmt: skip
+    plugin = measure.get("pps")
+
+    def measured(qdisc: str) -> dict[str, float]:
+        opts = plugin.Options.model_validate({"src": "n1", "dst": "n3", "generator": generator,
+                                              "rate": "20kpps", "duration": 1, "qdisc": qdisc})  # fmt: skip
+        return summary(plugin.run(lab, opts, plugin.timeout(opts)))
+
+    shaped = measured("auto")
+    assert 1500 < shaped["rx_pps"] < 2800, shaped
+    assert shaped["loss_percent"] < 1 and shaped["tx_pps"] < 2800, shaped  # held back, not lost
+    assert measured("bypass")["rx_pps"] > 15000  # what it did before, still there if asked
+
+
+def test_a_rate_event_on_the_senders_link_slows_what_arrives(tmp_path: Path, lab_name: str) -> None:
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 2, rate: 10kpps, interval: 0.1}}
+        events: [link n1-n2 rate 1mbit @ 1s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        rates = sorted((s.t, s.value) for m, s in store.samples(run.id)
+                       if m == "pps" and s.t is not None)  # fmt: skip
+    before = [r for t, r in rates if 0.2 < t < 0.85]
+    after = [r for t, r in rates if 1.2 < t < 1.85]
+    assert before and all(r > 9000 for r in before), rates
+    assert after and sum(after) / len(after) < 3000, rates
