@@ -103,6 +103,17 @@ class Measurement(Plugin[MeasureOptionsT]):
                 return [(x, y)]
         return []
 
+    def udp_arrives(self, options: MeasureOptionsT) -> list[tuple[str, int]]:
+        """(node, IP family) where its UDP datagrams arrive, when measurements run together
+        (`events:`): beside one that counts all of a node's UDP (udp_counted) it would be
+        counted too. None by default."""
+        return []
+
+    def udp_counted(self, options: MeasureOptionsT) -> tuple[str, int] | None:
+        """(node, IP family) whose UDP counters it reads whole, unable to tell its own
+        datagrams from others' (pps's sink); None by default."""
+        return None
+
     def length(self, options: MeasureOptionsT) -> float | None:
         """Seconds its traffic lasts, known from the options alone (None: not known): an
         event later than every measurement's end would never happen."""

@@ -17,15 +17,19 @@ show the link's rate, not `rate` (bypassed, 20 kpps had crossed a 1mbit link).
 
 The sink counts: dst's UDP counters (/proc/net/snmp or snmp6 read inside its namespace,
 before, during and after: NoPorts, as nothing listens on `dport`) give the datagrams that
-arrived, and nothing else (IPv6 housekeeping right after a lab is built would inflate interface
-counters by a few packets).
+arrived, and nothing else (IPv6 housekeeping right after a lab is built would inflate
+interface counters by a few packets). Nor can they tell one flow from another: with
+`events:`, when measurements run together, one that sends UDP to dst (another pps, a UDP
+iperf3, stage_latency) is refused at validation, and a sink that counts more than was sent
+(other UDP: a `command`'s, batmand's or BFD's datagrams) fails the run rather than give a
+loss below 0.
 
 Generators (`generator:`):
 - `netrig`: netrig_gen (pktgen/netrig_gen.c, built with gcc at first use into
-  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS (see above),
-  one socket per thread, paced by the clock when `rate` is set; it counts frames the first hop refused
-  (veth returns ENOBUFS when the next backlog is full; ENETDOWN while src's own link is
-  down, e.g. a `link … down` event on it: sending goes on) apart from frames sent.
+  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS (see above), one
+  socket per thread, paced by the clock when `rate` is set; it counts frames the first hop
+  refused (veth returns ENOBUFS when the next backlog is full; ENETDOWN while src's own link
+  is down, e.g. a `link … down` event on it: sending goes on) apart from frames sent.
 - `trafgen` (Debian netsniff-ng): the same frames from a trafgen config (TX ring at full
   speed, `-b` pacing when `rate` is set), ended with SIGINT `duration` after it says it
   runs. Not `-n`: trafgen 0.6.8 given `-n` ignores `-b` and sends at full speed.
@@ -195,6 +199,13 @@ class Pps(Measurement[PpsOptions]):
             return [(("address",), str(exc.args[0]))]
         return []
 
+    def udp_arrives(self, options: PpsOptions) -> list[tuple[str, int]]:
+        return [(options.dst, options.family)]
+
+    def udp_counted(self, options: PpsOptions) -> tuple[str, int] | None:
+        """The sink reads dst's UDP counters, which count every flow alike."""
+        return options.dst, options.family
+
     def during_events(self, options: PpsOptions) -> PpsOptions:
         """Through src's qdisc, unless the file says otherwise: a `link … rate` event on
         src's link puts a token bucket there after the generator has started."""
@@ -240,6 +251,15 @@ class Pps(Measurement[PpsOptions]):
         samples = _samples(o, generator, report, sink, watched, after, origin)
         if sink.received == 0:
             raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples, output)
+        if sink.received > report.sent:  # both counts are exact: the sink counted others'
+            raise MeasurementFailed(
+                f"{o.dst} counted {sink.received} UDP datagrams, {sink.received - report.sent} "
+                f"more than the {report.sent} sent: other UDP reached it meanwhile (another "
+                "measurement's, a routing daemon's such as batmand's or BFD's), which its UDP "
+                "counters cannot tell from these; no loss is given",
+                [s for s in samples if s.metric.startswith("tx_") or s.metric == "send_time"],
+                output,
+            )
         return samples
 
 

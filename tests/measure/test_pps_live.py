@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import sys
 import textwrap
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -340,3 +342,72 @@ def test_a_rate_event_on_the_senders_link_slows_what_arrives(tmp_path: Path, lab
     after = [r for t, r in rates if 1.2 < t < 1.85]
     assert before and all(r > 9000 for r in before), rates
     assert after and sum(after) / len(after) < 3000, rates
+
+
+STAR_EVENTS = """\
+    name: {name}
+    topology: {{kind: star, leaves: 4}}
+    measure:
+      - pps: {{src: n2, dst: n4, duration: 2, rate: 10kpps}}
+      - {other}
+    events: [link n1-n5 down @ 1s]
+    """
+
+
+@pytest.mark.parametrize(
+    ("other", "refused"),
+    [
+        ("pps: {src: n3, dst: n4, duration: 2, rate: 5kpps}", "each counts every UDP datagram"),
+        ("iperf3: {client: n3, server: n4, protocol: udp, duration: 2}", "pps counts every"),
+        ("iperf3: {client: n4, server: n3, protocol: udp, duration: 2}", "pps counts every"),
+        ("stage_latency: {sender: n3, receiver: n4}", "pps counts every"),
+        ("pps: {src: n3, dst: n4, duration: 2, family: 6}", None),  # snmp6, not snmp
+        ("pps: {src: n3, dst: n5, duration: 2}", None),
+        ("iperf3: {client: n3, server: n4, duration: 2}", None),  # TCP
+    ],
+)
+def test_measurements_run_together_may_not_send_udp_to_a_pps_sink(
+    tmp_path: Path, other: str, refused: str | None
+) -> None:
+    """With events: measurements run at once, and pps's sink counts dst's whole UDP: two pps
+    into n4 (10 and 5 kpps) each counted 15 kpps, loss -50 % and -200 %. Refused at the
+    later one's line; without events they run one after the other and stay valid."""
+    path = write(tmp_path, STAR_EVENTS.format(name="star", other=other))
+    done = netrig_cli("validate", path)
+    if refused is None:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == 2, done.stdout
+    assert f"{path}:5:5: " in done.stderr and refused in done.stderr, done.stderr
+    assert "(a loss below 0)" in done.stderr
+    calm = STAR_EVENTS.format(name="star", other=other).replace("events: [link n1-n5 down @ 1s]", "")
+    path = write(tmp_path, calm)
+    assert netrig_cli("validate", path).returncode == 0
+
+
+def test_a_sink_that_counts_more_than_was_sent_fails_instead_of_a_negative_loss(
+    make_lab: Callable[..., Lab],
+) -> None:
+    """Other UDP reaching dst while pps counts (here 3000 datagrams from n2 to port 9): its
+    UDP counters cannot tell them from pps's, and the loss had come out below 0."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3}})
+    plugin = measure.get("pps")
+    opts = plugin.Options.model_validate(
+        {"src": "n1", "dst": "n3", "generator": "netrig", "rate": "5kpps", "duration": 1}
+    )
+    blast = (
+        "import socket, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "time.sleep(0.2)\n"
+        f"for _ in range(3000): s.sendto(b'x', ({lab.addr('n3')!r}, 9))\n"
+    )
+    other = threading.Thread(target=lambda: lab.exec("n2", [sys.executable, "-c", blast]))
+    other.start()
+    try:
+        with pytest.raises(MeasurementFailed) as failed:
+            plugin.run(lab, opts, plugin.timeout(opts))
+    finally:
+        other.join()
+    assert "3000 more than the 5000 sent" in failed.value.reason, failed.value.reason
+    metrics = {s.metric for s in failed.value.samples if isinstance(s, Sample)}
+    assert "tx_packets" in metrics and not metrics & {"loss_percent", "rx_pps", "rx_packets"}
