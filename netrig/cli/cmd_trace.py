@@ -18,8 +18,10 @@ from netrig.cli.common import (
 )
 from netrig.cli.group import cli
 from netrig.lab.daemons import stopped_switches
-from netrig.lab.trace import IPPROTO, Tracer, count_paths
+from netrig.lab.trace import FIRST_SPORT, IPPROTO, Tracer, count_paths
 from netrig.rig import Lab
+
+SPORT = 40000  # the source port of one traced flow
 
 
 @cli.command("trace")
@@ -29,13 +31,16 @@ from netrig.rig import Lab
 @click.option(
     "--count",
     "flows",
-    type=click.IntRange(1, 100000),
+    type=click.IntRange(1, 65535),
     default=None,
-    help="Trace N flows (source ports 32768…) and count how often each path is used "
-    "(with --cluster: across the hosts).",
+    help="Trace N flows (source ports --sport, --sport+1, …; 32768… unless given) and count "
+    "how often each path is used (with --cluster: across the hosts).",
 )
 @click.option("--proto", type=click.Choice(sorted(IPPROTO)), default="tcp", show_default=True)
-@click.option("--sport", type=click.IntRange(1, 65535), default=40000, show_default=True)
+@click.option("--sport", type=click.IntRange(1, 65535), default=None,
+              help=f"Source port [default: {SPORT}]; with --count the first of the N flows' "
+              f"ports [default: {FIRST_SPORT}], e.g. pps's: --sport 10000 --count 256 "
+              "--proto udp --dport 9.")
 @click.option("--dport", type=click.IntRange(1, 65535), default=5201, show_default=True)
 @click.option("-6", "ipv6", is_flag=True,
               help="Trace to DST's IPv6 address (the only one of a node without IPv4).")
@@ -43,8 +48,8 @@ from netrig.rig import Lab
               "scheduler's hosts (DST an address): the flow's hops host by host.")
 @reports_errors
 def trace(
-    lab: str, src: str, dst: str, flows: int | None, proto: str, sport: int, dport: int,
-    ipv6: bool, cluster: str | None,
+    lab: str, src: str, dst: str, flows: int | None, proto: str, sport: int | None,
+    dport: int, ipv6: bool, cluster: str | None,
 ) -> None:
     """Show the hops from node SRC to DST (a node name or an address) in LAB.
 
@@ -54,6 +59,12 @@ def trace(
     if proto == "icmp" and flows is not None:  # it had counted "16 icmp flows" on one path
         fail("--count varies the flows' source ports, and ICMP has none: every ICMP packet "
              "between two addresses takes one path; trace it without --count", EXIT_BAD_INPUT)
+    if sport is None:
+        sport = SPORT if flows is None else FIRST_SPORT
+    if flows is not None and sport + flows - 1 > 65535:  # the ports must exist
+        fail(f"--count {flows} from source port {sport} would go past port 65535 (the last "
+             f"is {sport + flows - 1}): at most {65536 - sport} flows from --sport {sport}",
+             EXIT_BAD_INPUT)
     if cluster:
         _trace_on_cluster(lab, src, dst, cluster, proto, sport, dport, 6 if ipv6 else 4, flows)
         return
@@ -77,8 +88,9 @@ def trace(
         if not path.reached:
             raise SystemExit(EXIT_FAILURE)
         return
-    counts = count_paths(plan, src, dst_addr, flows, proto, dport, stopped=stopped)
-    table = Table(title=f"{flows} {proto} flows {src} → {dst} ({dst_addr})", title_justify="left")
+    counts = count_paths(plan, src, dst_addr, flows, proto, dport, sport, stopped=stopped)
+    table = Table(title=f"{counted(flows, proto + ' flow')} {src} → {dst} ({dst_addr}), "
+                  f"{_ports(sport, flows, dport)}", title_justify="left")
     table.add_column("flows", justify="right")
     table.add_column("share", justify="right")
     table.add_column("hops", justify="right")
@@ -115,8 +127,9 @@ def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sp
         dst_addr = labs.node_addr(lab, dst, address, family)
     shown_dst = dst if dst == dst_addr else f"{dst} ({dst_addr})"
     if flows is not None:
-        counts = labs.count_paths(lab, src, dst_addr, flows, address, proto, dport)
-        table = Table(title=f"{flows} {proto} flows {src} → {shown_dst} across hosts",
+        counts = labs.count_paths(lab, src, dst_addr, flows, address, proto, dport, sport)
+        table = Table(title=f"{counted(flows, proto + ' flow')} {src} → {shown_dst}, "
+                      f"{_ports(sport, flows, dport)}, across hosts",
                       title_justify="left")
         table.add_column("flows", justify="right")
         table.add_column("share", justify="right")
@@ -135,6 +148,12 @@ def _trace_on_cluster(lab: str, src: str, dst: str, address: str, proto: str, sp
     console.print(_hops_text(hops, reached, error), soft_wrap=True)
     if not reached:
         raise SystemExit(EXIT_FAILURE)
+
+
+def _ports(first: int, flows: int, dport: int) -> str:
+    """`source ports 10000–10255 → 9`: which flows were counted."""
+    last = first + flows - 1
+    return f"source ports {first}–{last} → {dport}" if flows > 1 else f"source port {first} → {dport}"
 
 
 def _flow(proto: str, sport: int, dport: int) -> str:

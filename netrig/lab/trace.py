@@ -20,6 +20,7 @@ from netrig.lab import netns, nlwire
 from netrig.plan.model import LabPlan
 
 MAX_HOPS = 64
+FIRST_SPORT = 32768  # counted flows' first source port, unless one is given
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 IPPROTO = {"tcp": socket.IPPROTO_TCP, "udp": socket.IPPROTO_UDP, "icmp": socket.IPPROTO_ICMP}
 
@@ -284,11 +285,13 @@ def count_paths(
     flows: int,
     proto: str = "tcp",
     dport: int = 5201,
-    first_sport: int = 32768,
+    first_sport: int = FIRST_SPORT,
     stopped: frozenset[str] = frozenset(),
 ) -> Counter[Path]:
-    """How many of `flows` flows (distinct source ports) take each path (`stopped`: see
-    Tracer)."""
+    """How many of `flows` flows (source ports first_sport, first_sport + 1, …) take each
+    path (`stopped`: see Tracer). ValueError if those ports run past 65535."""
+    if not 1 <= first_sport <= first_sport + flows - 1 <= 65535:
+        raise ValueError(f"{flows} flows from source port {first_sport} go past port 65535")
     counts: Counter[Path] = Counter()
     with Tracer(plan, stopped) as tracer:
         for i in range(flows):

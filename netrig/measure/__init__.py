@@ -103,6 +103,17 @@ class Measurement(Plugin[MeasureOptionsT]):
                 return [(x, y)]
         return []
 
+    def udp_arrives(self, options: MeasureOptionsT) -> list[tuple[str, int]]:
+        """(node, IP family) where its UDP datagrams arrive, when measurements run together
+        (`events:`): beside one that counts all of a node's UDP (udp_counted) it would be
+        counted too. None by default."""
+        return []
+
+    def udp_counted(self, options: MeasureOptionsT) -> tuple[str, int] | None:
+        """(node, IP family) whose UDP counters it reads whole, unable to tell its own
+        datagrams from others' (pps's sink); None by default."""
+        return None
+
     def length(self, options: MeasureOptionsT) -> float | None:
         """Seconds its traffic lasts, known from the options alone (None: not known): an
         event later than every measurement's end would never happen."""
@@ -143,13 +154,15 @@ def missing_tools(tools: dict[str, str]) -> dict[str, str]:
 _started = threading.local()
 
 
-def mark_started() -> None:
+def mark_started() -> float:
     """Called by a plugin just before its measuring process starts (the iperf3 client, the
     pings): the runner puts that moment at t = 0 of the measurement's samples when it lines
     them up with a timeline of events. One mark per thread, so measurements run side by side
-    each keep their own."""
+    each keep their own. Returns the mark (monotonic clock), for a plugin that times its
+    samples itself (pps) to count from it."""
     _started.at = time.monotonic()
     _started.wall = time.time()
+    return float(_started.at)
 
 
 def started_wall() -> float:

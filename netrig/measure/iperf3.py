@@ -182,6 +182,12 @@ class Iperf3(Measurement[Iperf3Options]):
             return self.timeout(o)
         return 2 * (o.duration + o.omit) + o.connect_timeout + STARTUP_SLACK
 
+    def udp_arrives(self, options: Iperf3Options) -> list[tuple[str, int]]:
+        """UDP: both ends (the data one way, and the server answers the client's first
+        datagram with one of its own)."""
+        o = options
+        return [(o.client, o.family), (o.server, o.family)] if o.protocol == "udp" else []
+
     def during_events(self, options: Iperf3Options) -> Iperf3Options:
         """An interval sample every 0.1 s (iperf3's finest) unless the file sets `interval`."""
         if "interval" in options.model_fields_set:

@@ -8,17 +8,28 @@ A generator in `src` sends small UDP frames (`frame_size` 64 bytes, the FCS incl
 RFC 2544 counts it, so 60 bytes on a veth) to dst's address, from `flows` UDP source ports
 so a multipath hash spreads them over equal paths. The frames leave through an AF_PACKET
 socket on the interface and next hop src's routing table names, bypassing src's own stack
-and qdisc, so everything the CPU spends after that is forwarding. The sink counts: dst's
-UDP counters (/proc/net/snmp or snmp6 read inside its namespace, before, during and
-after: NoPorts, as nothing listens on `dport`) give the datagrams that arrived, and
-nothing else (IPv6 housekeeping right after a lab is built would inflate interface
-counters by a few packets).
+(and its qdisc where there is nothing to bypass: a veth's noqueue), so everything the CPU
+spends after that is forwarding. Where src's interface has a qdisc (a link's `rate:`,
+delay or loss), and in runs with `events:` (a `link … rate` event adds one mid-run), the
+frames go through it (`qdisc: auto`; `use` or `bypass` to force): a token bucket holds the
+generator back as it holds any sender (the socket's buffer fills), so tx_pps and rx_pps
+show the link's rate, not `rate` (bypassed, 20 kpps had crossed a 1mbit link).
+
+The sink counts: dst's UDP counters (/proc/net/snmp or snmp6 read inside its namespace,
+before, during and after: NoPorts, as nothing listens on `dport`) give the datagrams that
+arrived, and nothing else (IPv6 housekeeping right after a lab is built would inflate
+interface counters by a few packets). Nor can they tell one flow from another: with
+`events:`, when measurements run together, one that sends UDP to dst (another pps, a UDP
+iperf3, stage_latency) is refused at validation, and a sink that counts more than was sent
+(other UDP: a `command`'s, batmand's or BFD's datagrams) fails the run rather than give a
+loss below 0.
 
 Generators (`generator:`):
 - `netrig`: netrig_gen (pktgen/netrig_gen.c, built with gcc at first use into
-  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS, one socket per
-  thread, paced by the clock when `rate` is set; it counts frames the first hop refused
-  (veth returns ENOBUFS when the next backlog is full) apart from frames sent.
+  ~/.cache/netrig): prebuilt frames, sendmmsg batches, PACKET_QDISC_BYPASS (see above), one
+  socket per thread, paced by the clock when `rate` is set; it counts frames the first hop
+  refused (veth returns ENOBUFS when the next backlog is full; ENETDOWN while src's own link
+  is down, e.g. a `link … down` event on it: sending goes on) apart from frames sent.
 - `trafgen` (Debian netsniff-ng): the same frames from a trafgen config (TX ring at full
   speed, `-b` pacing when `rate` is set), ended with SIGINT `duration` after it says it
   runs. Not `-n`: trafgen 0.6.8 given `-n` ignores `-b` and sends at full speed.
@@ -29,7 +40,8 @@ Generators (`generator:`):
 
 Samples: `tx_pps` and `tx_packets` (what the generator says it sent), `rx_pps` and
 `rx_packets` (what reached dst; rates over the generator's own sending time),
-`loss_percent`, `tx_refused` (netrig_gen), `rx_pps` per `interval` (t set), and per watched
+`loss_percent`, `tx_refused` (netrig_gen), `rx_pps` per `interval` (t: seconds since the
+generator was started, so with `events:` on the timeline's clock), and per watched
 node `tx_packets` per interface (stream `node:iface`), which shows how ECMP split the flows.
 
 On veth, a frame is forwarded in the softirq of the CPU that sent it, through every hop:
@@ -63,6 +75,7 @@ from netrig.measure import (
     MeasureOptions,
     Result,
     end_group,
+    mark_started,
     node_problems,
     not_installed,
     read_spool,
@@ -85,6 +98,7 @@ if TYPE_CHECKING:
     from netrig.plan.model import LabPlan
 
 SOURCE = os.path.join(os.path.dirname(__file__), "pktgen", "netrig_gen.c")
+TC_H_ROOT = 0xFFFFFFFF  # a root qdisc's parent
 FCS = 4  # bytes of a frame's checksum: counted in frame_size, not sent on a veth
 STARTUP_SLACK = 15.0  # timeout beyond the duration (gcc at first use, trafgen's set-up)
 POLL = 0.01  # seconds between counter reads while traffic flows
@@ -126,6 +140,11 @@ class PpsOptions(MeasureOptions):
     address: AddressChoice = Field("auto", description="dst address: loopback, link or auto")
     interval: Seconds = Field(1.0, description="seconds per rx_pps interval sample (0: none)")
     watch: list[NodeName] = Field([], description="nodes whose per-interface tx counts to store")
+    qdisc: Literal["auto", "bypass", "use"] = Field(
+        "auto",
+        description="src's qdisc: auto (used when src's interface has one, e.g. a link's rate, "
+        "delay or loss, and in runs with events), bypass, use",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> PpsOptions:
@@ -180,6 +199,20 @@ class Pps(Measurement[PpsOptions]):
             return [(("address",), str(exc.args[0]))]
         return []
 
+    def udp_arrives(self, options: PpsOptions) -> list[tuple[str, int]]:
+        return [(options.dst, options.family)]
+
+    def udp_counted(self, options: PpsOptions) -> tuple[str, int] | None:
+        """The sink reads dst's UDP counters, which count every flow alike."""
+        return options.dst, options.family
+
+    def during_events(self, options: PpsOptions) -> PpsOptions:
+        """Through src's qdisc, unless the file says otherwise: a `link … rate` event on
+        src's link puts a token bucket there after the generator has started."""
+        if options.qdisc != "auto":
+            return options
+        return options.model_copy(update={"qdisc": "use"})
+
     def timeout(self, options: PpsOptions) -> float:
         o = options
         return float(o.timeout or o.duration + STARTUP_SLACK)
@@ -194,29 +227,39 @@ class Pps(Measurement[PpsOptions]):
         target = target_address(lab.plan, o.src, o.dst, o.family, o.address)
         source = lab.plan.addr(o.src, o.family)
         way = egress(lab, o.src, target)
+        qdisc = o.qdisc == "use" or (o.qdisc == "auto" and way.qdisc != "noqueue")
         watched = {node: read_counters(lab, node) for node in o.watch}
         sink = SinkCounter(lab.ns(o.dst), o.family, o.interval)
         with contextlib.ExitStack() as stack:
             if generator == "netrig":
-                argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target)]
+                argv = [netrig_gen_binary(), *netrig_gen_args(o, way, source, target, qdisc)]
             else:
                 if shutil.which("trafgen") is None:
                     raise not_installed("trafgen", "netsniff-ng")
                 cfg = stack.enter_context(tempfile.NamedTemporaryFile("w", suffix=".cfg"))
                 cfg.write(trafgen_config(o, way, source, target))
                 cfg.flush()
-                argv = trafgen_argv(o, way.ifname, cfg.name)
+                argv = trafgen_argv(o, way.ifname, cfg.name, qdisc)
             out, err = stack.enter_context(spool()), stack.enter_context(spool())
             sink.start()
             stack.callback(sink.stop)
-            report = _run_generator(lab, o, generator, argv, out, err, deadline)
+            origin, report = _run_generator(lab, o, generator, argv, out, err, deadline)
             sink.ended = time.monotonic()
             sink.settle(deadline)
             output = tail(read_spool(err) + read_spool(out))
         after = {node: read_counters(lab, node) for node in o.watch}
-        samples = _samples(o, generator, report, sink, watched, after)
+        samples = _samples(o, generator, report, sink, watched, after, origin)
         if sink.received == 0:
             raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples, output)
+        if sink.received > report.sent:  # both counts are exact: the sink counted others'
+            raise MeasurementFailed(
+                f"{o.dst} counted {sink.received} UDP datagrams, {sink.received - report.sent} "
+                f"more than the {report.sent} sent: other UDP reached it meanwhile (another "
+                "measurement's, a routing daemon's such as batmand's or BFD's), which its UDP "
+                "counters cannot tell from these; no loss is given",
+                [s for s in samples if s.metric.startswith("tx_") or s.metric == "send_time"],
+                output,
+            )
         return samples
 
 
@@ -273,11 +316,13 @@ def netrig_gen_binary() -> str:
 
 @dataclass(frozen=True)
 class Egress:
-    """Where src's frames leave: its interface, its MAC, and the next hop's MAC."""
+    """Where src's frames leave: its interface, its MAC, the next hop's MAC, and the kind
+    of the interface's root qdisc (noqueue: none, a veth's own)."""
 
     ifname: str
     src_mac: str
     dst_mac: str
+    qdisc: str = "noqueue"
 
 
 def egress(lab: Lab, src: str, target: str) -> Egress:
@@ -296,15 +341,19 @@ def egress(lab: Lab, src: str, target: str) -> Egress:
             via = route.get_attr("RTA_GATEWAY") or target
             link = next(iter(ipr.get_links(oif)))
             ifname, mac = link.get_attr("IFLA_IFNAME"), link.get_attr("IFLA_ADDRESS")
+            roots = [q for q in ipr.get_qdiscs(oif) if q["parent"] == TC_H_ROOT]
+            qdisc = str(roots[0].get_attr("TCA_KIND")) if roots else "noqueue"
             for neigh in ipr.get_neighbours(ifindex=oif):
                 if neigh.get_attr("NDA_DST") == via and neigh.get_attr("NDA_LLADDR"):
-                    return Egress(ifname, mac, neigh.get_attr("NDA_LLADDR"))
+                    return Egress(ifname, mac, neigh.get_attr("NDA_LLADDR"), qdisc)
         raise MeasurementFailed(f"{src}: no ARP/ND entry for the next hop {via} on {ifname}")
 
     return netns.in_netns(lab.ns(src), work)
 
 
-def netrig_gen_args(o: PpsOptions, way: Egress, source: str, target: str) -> list[str]:
+def netrig_gen_args(
+    o: PpsOptions, way: Egress, source: str, target: str, qdisc: bool = False
+) -> list[str]:
     argv = [
         "--dev", way.ifname, "--src-mac", way.src_mac, "--dst-mac", way.dst_mac,
         "--src", source, "--dst", target, "--sport", str(o.sport), "--flows", str(o.flows),
@@ -313,7 +362,7 @@ def netrig_gen_args(o: PpsOptions, way: Egress, source: str, target: str) -> lis
     ]  # fmt: skip
     if o.rate is not None:
         argv += ["--rate", f"{o.rate:g}", "--count", str(round(o.rate * o.duration))]
-    return argv
+    return argv + (["--qdisc"] if qdisc else [])
 
 
 def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
@@ -334,9 +383,11 @@ def trafgen_config(o: PpsOptions, way: Egress, source: str, target: str) -> str:
     )
 
 
-def trafgen_argv(o: PpsOptions, ifname: str, cfg: str) -> list[str]:
+def trafgen_argv(o: PpsOptions, ifname: str, cfg: str, qdisc: bool = False) -> list[str]:
     # --no-sock-mem and -Q: leave the host's socket memory sysctls and IRQ affinities alone
     argv = ["trafgen", "-o", ifname, "-c", cfg, "-P", str(o.threads), "--no-sock-mem", "-Q"]
+    if qdisc:  # -q: through the qdisc (trafgen bypasses it by default)
+        argv.append("-q")
     if o.rate is not None:  # no -n: trafgen 0.6.8 ignores -b when given -n (full speed)
         argv += ["-b", f"{o.rate:.0f}pps"]
     return argv
@@ -350,8 +401,11 @@ def _run_generator(
     out: Any,
     err: Any,
     deadline: float,
-) -> GeneratorReport:
-    """Start the generator in src, stop trafgen after `duration` of sending, parse its report."""
+) -> tuple[float, GeneratorReport]:
+    """Start the generator in src, stop trafgen after `duration` of sending, parse its report.
+    Also returns when it was started: t = 0 of the interval samples, the moment the runner
+    lines up with a timeline of events (mark_started)."""
+    origin = mark_started()
     try:
         proc = lab.popen(
             o.src,
@@ -396,7 +450,7 @@ def _run_generator(
         raise MeasurementFailed(exc.reason, stderr=tail(stderr + stdout)) from None
     if report.sent == 0:
         raise MeasurementFailed(f"{name} sent no packet", stderr=tail(stderr + stdout))
-    return report
+    return origin, report
 
 
 def _peek(fh: Any) -> bytes:
@@ -484,12 +538,14 @@ class SinkCounter:
     def received(self) -> int:
         return (self.last or 0) - (self.first or 0)
 
-    def interval_rates(self) -> list[tuple[float, float]]:
+    def interval_rates(self, origin: float) -> list[tuple[float, float]]:
         """(t, packets/s) per whole interval from the first arrival to the generator's end
-        (a last interval cut short by that end is left out)."""
-        start = self.marks[0][0] if self.marks else 0.0
+        (a last interval cut short by that end is left out); t in seconds since `origin`
+        (monotonic: when the generator was started), not since the first arrival, which
+        comes after the generator's start-up and would put every interval early on a
+        timeline of events."""
         return [
-            (t0 - start, (n1 - n0) / (t1 - t0))
+            (t0 - origin, (n1 - n0) / (t1 - t0))
             for (t0, n0), (t1, n1) in zip(self.marks, self.marks[1:], strict=False)
             if t1 + POLL <= self.ended
         ]
@@ -502,6 +558,7 @@ def _samples(
     sink: SinkCounter,
     before: dict[str, dict[str, Any]],
     after: dict[str, dict[str, Any]],
+    origin: float,
 ) -> list[Sample | Any]:
     seconds = max(report.seconds, 1e-6)
     received = sink.received
@@ -515,7 +572,7 @@ def _samples(
     ]
     if generator == "netrig":
         samples.append(Sample("tx_refused", report.refused, "packets"))
-    samples += [Sample("rx_pps", pps, "packets/s", t=t) for t, pps in sink.interval_rates()]
+    samples += [Sample("rx_pps", pps, "packets/s", t=t) for t, pps in sink.interval_rates(origin)]
     for node, counters in after.items():
         for ifname, c in counters.items():
             if ifname != "lo" and ifname in before[node]:

@@ -105,6 +105,9 @@ class StageLatency(Measurement[StageLatencyOptions]):
         o = options
         return float(o.timeout or o.count * o.interval + READY_TIMEOUT + 10.0)
 
+    def udp_arrives(self, options: StageLatencyOptions) -> list[tuple[str, int]]:
+        return [(options.receiver, options.family)]
+
     def length(self, options: StageLatencyOptions) -> float:
         return options.count * options.interval
 

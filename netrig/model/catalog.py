@@ -48,6 +48,8 @@ class MeasurementTraits(Protocol):
     def events_timeout(self, options: Any) -> float: ...  # its timeout in a run with events
     def length(self, options: Any) -> float | None: ...  # seconds of traffic, if known
     def endpoints(self, options: Any) -> list[tuple[str, str]]: ...  # node pairs it joins
+    def udp_arrives(self, options: Any) -> list[tuple[str, int]]: ...  # (node, family) UDP reaches
+    def udp_counted(self, options: Any) -> tuple[str, int] | None: ...  # all its UDP counted
     def run(self, lab: Any, options: Any, timeout: float) -> Any: ...  # its samples
 
 

@@ -154,7 +154,46 @@ def _point(model: ExperimentModel, values: dict[str, Any], catalog: Catalog) -> 
     events = _events(doc, point.events, plan, catalog, longest)
     if events:
         steps = [_during_events(s) for s in steps]
+        _refuse_shared_udp_counts(doc, steps)
     return SweepPoint(values, plan, steps, plan.to_json(with_routes=True), events)
+
+
+def _refuse_shared_udp_counts(doc: yamlmarks.MarkedDoc, steps: list[MeasureStep]) -> None:
+    """With events the measurements run together: one that counts all of a node's UDP (pps's
+    sink reads the namespace's UDP counters, which cannot tell flows apart) would count
+    another's datagrams arriving there too (two pps into one node: rx 15 kpps each, loss
+    -50 % and -200 %). Refused at the later of the two (steps are in `measure:` order,
+    all of them, or _steps had raised)."""
+    problems = []
+    for j, later in enumerate(steps):
+        for earlier in steps[:j]:
+            pair = ((earlier, later), (later, earlier))
+            counting = [(c, o) for c, o in pair if _counts_udp_of(c, o)]
+            if not counting:
+                continue
+            counter, other = counting[0]
+            node, family = counter.plugin.udp_counted(counter.options)  # type: ignore[misc]
+            whose = (
+                f"each counts every UDP datagram reaching {node}, so each would count the "
+                "other's as its own"
+                if len(counting) == 2
+                else f"{counter.name} counts every UDP datagram reaching {node}, so it would "
+                f"count {other.name}'s as its own"
+            )
+            problems.append(Problem(
+                doc.where(("measure", j)),
+                f"{later.name} and {earlier.name} both send UDP to {node} (IPv{family}) and, "
+                f"with events:, run at the same time; {whose} (a loss below 0): measure them "
+                "in separate files, or into different nodes",
+            ))  # fmt: skip
+    if problems:
+        raise SpecError(problems)
+
+
+def _counts_udp_of(counter: MeasureStep, other: MeasureStep) -> bool:
+    """Does `counter` read whole UDP counters of a node `other` sends UDP to?"""
+    counted = counter.plugin.udp_counted(counter.options)
+    return counted is not None and counted in other.plugin.udp_arrives(other.options)
 
 
 def _during_events(step: MeasureStep) -> MeasureStep:

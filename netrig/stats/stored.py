@@ -231,12 +231,17 @@ class StoredExperiment:
         return self.hosts if name == "host" else self.values_of(name)
 
 
+SHOWN = 10  # experiment names an unknown name's error lists
+
+
 def find(store: ResultStore, ref: str | int) -> ExperimentRecord:
     """An experiment by id or name (the newest of that name), or SelectionError listing names."""
     found = store.find_experiment(ref)
     if found is None:
         names = sorted({e.name for e in store.experiments()})
-        known = ", ".join(names[:10]) or "none"
+        known = ", ".join(names[:SHOWN]) or "none"
+        if len(names) > SHOWN:  # the list is cut: say so, and by how much
+            known += f", … and {len(names) - SHOWN} more (`netrig results list`)"
         raise SelectionError(f"no experiment {ref!r} in {store.path}; experiments: {known}")
     return found
 

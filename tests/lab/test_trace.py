@@ -121,3 +121,56 @@ def test_an_unused_address_of_a_connected_subnet_is_not_reached_nor_a_martian(ma
     assert r1.reached and r1.nodes() == ["pc1", "r1"]
     ping = lab.exec("pc1", ["ping", "-c1", "-W1", "192.0.2.99"], capture_output=True)
     assert ping.returncode != 0  # as the kernel has it
+
+
+DIAMOND = {
+    "nodes": [{"name": n} for n in ("src", "r1", "pa", "pb", "r2", "dst")],
+    "links": [{"a": "src", "b": "r1"}, {"a": "r1", "b": "pa"}, {"a": "r1", "b": "pb"},
+              {"a": "pa", "b": "r2"}, {"a": "pb", "b": "r2"}, {"a": "r2", "b": "dst"}],
+    "routing": {"protocol": "ecmp", "hash": "l4"},
+}  # fmt: skip
+
+
+@requires_root
+def test_counted_flows_start_at_sport_as_the_kernel_hashes_them(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """pps's flows are UDP 10000… → 9: `--count` had always used 32768…, whatever --sport
+    said, so its split was not theirs. Each port's path is r1's `ip route get` for it."""
+    from tests.conftest import netrig_cli
+
+    lab = make_lab(DIAMOND)
+    r1 = lab.plan.nodes["r1"]
+    iif = next(i.name for i in r1.ifaces if i.peer == "src")
+    peer_of = {i.name: i.peer for i in r1.ifaces}
+    target, source = lab.addr("dst"), lab.addr("src")
+    ports = range(10000, 10016)
+    kernel = {}
+    for port in ports:
+        said = ip("-n", r1.ns, "-o", "route", "get", target, "from", source, "iif", iif,
+                  "ipproto", "udp", "sport", str(port), "dport", "9").split()  # fmt: skip
+        kernel[port] = peer_of[said[said.index("dev") + 1]]
+    assert set(kernel.values()) == {"pa", "pb"}, kernel  # 16 flows, both paths
+    for port in ports:  # --count 1 from a port is that port's flow
+        done = netrig_cli("trace", lab.name, "src", "dst", "--proto", "udp", "--dport", "9",
+                          "--sport", str(port), "--count", "1")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"source port {port} → 9" in done.stdout
+        assert f"→ {kernel[port]} (" in done.stdout, (port, kernel[port], done.stdout)
+    done = netrig_cli("trace", lab.name, "src", "dst", "--proto", "udp", "--dport", "9",
+                      "--sport", "10000", "--count", "16")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "source ports 10000–10015 → 9" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if "→ r1 (" in line]
+    counted = {via: int(row.split("│")[1]) for row in rows for via in ("pa", "pb") if f"→ {via} (" in row}
+    assert counted == {via: list(kernel.values()).count(via) for via in ("pa", "pb")}, done.stdout
+
+
+def test_counted_flows_must_have_ports_within_65535() -> None:
+    """Ports ran past 65535 and crashed the trace (struct.error); now refused up front,
+    before any lab is looked at."""
+    from tests.conftest import netrig_cli
+
+    for args, last in ((["--count", "40000"], "72767"), (["--sport", "65000", "--count", "600"], "65599")):
+        done = netrig_cli("trace", "nolab", "a", "b", *args)
+        assert done.returncode == 2, done.stderr
+        assert "would go past port 65535" in done.stderr and f"(the last is {last})" in done.stderr
+        assert "Traceback" not in done.stderr

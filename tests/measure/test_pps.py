@@ -117,6 +117,16 @@ def test_netrig_gen_arguments() -> None:
     ):
         assert part in joined
     assert "--rate" not in netrig_gen_args(opts(), WAY, "198.18.0.1", "198.18.0.6")
+    assert "--qdisc" not in argv
+    assert netrig_gen_args(opts(), WAY, "198.18.0.1", "198.18.0.6", qdisc=True)[-1] == "--qdisc"
+
+
+def test_a_run_with_events_goes_through_the_qdisc_unless_told() -> None:
+    """A `link … rate` event puts a token bucket on src's link mid-run: a generator that
+    bypasses the qdisc would not see it."""
+    pps = measure.get("pps")
+    assert pps.during_events(opts()).qdisc == "use"
+    assert pps.during_events(opts(qdisc="bypass")).qdisc == "bypass"
 
 
 def test_trafgen_config_and_arguments() -> None:
@@ -130,6 +140,7 @@ def test_trafgen_config_and_arguments() -> None:
     assert argv[:5] == ["trafgen", "-o", "eth0", "-c", "/tmp/x.cfg"]
     assert "--no-sock-mem" in argv and "-Q" in argv  # the host's sysctls and IRQs untouched
     assert " ".join(argv).endswith("-P 2 --no-sock-mem -Q -b 20000pps")
+    assert "-q" not in argv and "-q" in trafgen_argv(opts(), "eth0", "/tmp/x.cfg", qdisc=True)
 
 
 def test_trafgen_summary_with_two_workers() -> None:

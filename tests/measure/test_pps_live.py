@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
+import sys
 import textwrap
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from netrig.base.sample import MeasurementFailed, Sample
 from netrig.lab import netns
 from netrig.measure import Text
 from netrig.model.load import SpecError
+from netrig.results.store import ResultStore
 from netrig.rig import Lab
 from netrig.rig.prepare import load_experiment_text
 from tests.conftest import netrig_cli, new_lab_name, requires_root
@@ -222,3 +226,188 @@ def test_a_missing_generator_names_its_package_before_anything_exists(
             f"measure: [{{pps: {{src: n1, dst: n3, generator: {generator}}}}}]\n"
         )
     assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
+
+
+def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: str) -> None:
+    """A cut on the path stops the sink's count when the cut happens: t of the per-interval
+    rx_pps counts from the generator's start (the runner's mark), not from the first frame
+    to arrive, which had put the drop 0.05–0.25 s before the event."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
+        events: [link n2-n3 down @ 1s, link n2-n3 up @ 2s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        samples = [(m, s) for m, s in store.samples(run.id)]
+    at = {s.stream: s.value for m, s in samples if m == "events" and s.metric == "event_at"}
+    down, up = at["link n2-n3 down @ 1s"], at["link n2-n3 up @ 2s"]
+    rates = sorted((s.t, s.value) for m, s in samples if m == "pps" and s.t is not None)
+    intervals = [(t0, t1, r) for (t0, r), (t1, _) in itertools.pairwise(rates)]
+
+    def edge(after: float, falling: bool) -> float:
+        """When the rate crossed over, from the share of the paced rate in the interval
+        that holds the edge."""
+        for t0, t1, r in intervals:
+            if t1 > after - 0.2 and (r < 9000 if falling else r > 1000):
+                share = r / 10000 if falling else 1 - r / 10000
+                return t0 + share * (t1 - t0)
+        raise AssertionError(f"no edge after {after}: {intervals}")
+
+    assert edge(down, falling=True) == pytest.approx(down, abs=0.04), intervals
+    assert all(r == 0 for t0, t1, r in intervals if down + 0.05 < t0 and t1 < up - 0.05)
+    assert edge(up, falling=False) == pytest.approx(up, abs=0.06), intervals
+
+
+def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_name: str) -> None:
+    """`link n1-n2 down` on the sender's link: its sends fail with ENETDOWN for that second,
+    which had ended netrig_gen ("Network is down") and failed the run. They are refused
+    frames now, and the frames due after `up` go out and arrive."""
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
+        events: [link n1-n2 down @ 1s, link n1-n2 up @ 2s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        assert run.status == "ok", run.reason
+        samples = [s for m, s in store.samples(run.id) if m == "pps"]
+    values = {s.metric: s.value for s in samples if s.t is None and not s.stream}
+    assert values["tx_packets"] + values["tx_refused"] == pytest.approx(30000, rel=0.01)
+    assert values["tx_refused"] == pytest.approx(10000, rel=0.1)  # the second it was down
+    assert values["rx_packets"] == pytest.approx(values["tx_packets"], rel=0.01)
+    rates = sorted((s.t, s.value) for s in samples if s.t is not None)
+    assert all(r == 0 for t, r in rates if 1.1 < t < 1.85), rates
+    assert all(r > 9000 for t, r in rates if 2.2 < t < 2.8), rates
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_rate_on_the_senders_own_link_holds_the_generator_back(
+    make_lab: Callable[..., Lab], generator: str
+) -> None:
+    """`rate: 1mbit` on n1-n2 is a token bucket on n1's interface, which the generators'
+    qdisc bypass skipped: 20 kpps arrived, as if there were no limit (iperf3: 0.99 Mbit/s).
+    Through the qdisc, what arrives is what 1 Mbit/s carries: 60-byte frames, ~2.1 kpps
+    (and the bucket's first 16 KiB at once)."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3},
+                    "links": [{"a": "n1", "b": "n2", "rate": "1mbit"}]})  # fmt: skip
+    plugin = measure.get("pps")
+
+    def measured(qdisc: str) -> dict[str, float]:
+        opts = plugin.Options.model_validate({"src": "n1", "dst": "n3", "generator": generator,
+                                              "rate": "20kpps", "duration": 1, "qdisc": qdisc})  # fmt: skip
+        return summary(plugin.run(lab, opts, plugin.timeout(opts)))
+
+    shaped = measured("auto")
+    assert 1500 < shaped["rx_pps"] < 2800, shaped
+    assert shaped["loss_percent"] < 1 and shaped["tx_pps"] < 2800, shaped  # held back, not lost
+    assert measured("bypass")["rx_pps"] > 15000  # what it did before, still there if asked
+
+
+def test_a_rate_event_on_the_senders_link_slows_what_arrives(tmp_path: Path, lab_name: str) -> None:
+    path = write(
+        tmp_path,
+        f"""\
+        name: {lab_name}
+        topology: {{kind: chain, nodes: 3}}
+        measure:
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: 2, rate: 10kpps, interval: 0.1}}
+        events: [link n1-n2 rate 1mbit @ 1s]
+        """,
+    )
+    db = str(tmp_path / "r.db")
+    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with ResultStore(db) as store:
+        ((run,),) = [store.runs(e.id) for e in store.experiments()]
+        rates = sorted((s.t, s.value) for m, s in store.samples(run.id)
+                       if m == "pps" and s.t is not None)  # fmt: skip
+    before = [r for t, r in rates if 0.2 < t < 0.85]
+    after = [r for t, r in rates if 1.2 < t < 1.85]
+    assert before and all(r > 9000 for r in before), rates
+    assert after and sum(after) / len(after) < 3000, rates
+
+
+STAR_EVENTS = """\
+    name: {name}
+    topology: {{kind: star, leaves: 4}}
+    measure:
+      - pps: {{src: n2, dst: n4, duration: 2, rate: 10kpps}}
+      - {other}
+    events: [link n1-n5 down @ 1s]
+    """
+
+
+@pytest.mark.parametrize(
+    ("other", "refused"),
+    [
+        ("pps: {src: n3, dst: n4, duration: 2, rate: 5kpps}", "each counts every UDP datagram"),
+        ("iperf3: {client: n3, server: n4, protocol: udp, duration: 2}", "pps counts every"),
+        ("iperf3: {client: n4, server: n3, protocol: udp, duration: 2}", "pps counts every"),
+        ("stage_latency: {sender: n3, receiver: n4}", "pps counts every"),
+        ("pps: {src: n3, dst: n4, duration: 2, family: 6}", None),  # snmp6, not snmp
+        ("pps: {src: n3, dst: n5, duration: 2}", None),
+        ("iperf3: {client: n3, server: n4, duration: 2}", None),  # TCP
+    ],
+)
+def test_measurements_run_together_may_not_send_udp_to_a_pps_sink(
+    tmp_path: Path, other: str, refused: str | None
+) -> None:
+    """With events: measurements run at once, and pps's sink counts dst's whole UDP: two pps
+    into n4 (10 and 5 kpps) each counted 15 kpps, loss -50 % and -200 %. Refused at the
+    later one's line; without events they run one after the other and stay valid."""
+    path = write(tmp_path, STAR_EVENTS.format(name="star", other=other))
+    done = netrig_cli("validate", path)
+    if refused is None:
+        assert done.returncode == 0, done.stderr
+        return
+    assert done.returncode == 2, done.stdout
+    assert f"{path}:5:5: " in done.stderr and refused in done.stderr, done.stderr
+    assert "(a loss below 0)" in done.stderr
+    calm = STAR_EVENTS.format(name="star", other=other).replace("events: [link n1-n5 down @ 1s]", "")
+    path = write(tmp_path, calm)
+    assert netrig_cli("validate", path).returncode == 0
+
+
+def test_a_sink_that_counts_more_than_was_sent_fails_instead_of_a_negative_loss(
+    make_lab: Callable[..., Lab],
+) -> None:
+    """Other UDP reaching dst while pps counts (here 3000 datagrams from n2 to port 9): its
+    UDP counters cannot tell them from pps's, and the loss had come out below 0."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 3}})
+    plugin = measure.get("pps")
+    opts = plugin.Options.model_validate(
+        {"src": "n1", "dst": "n3", "generator": "netrig", "rate": "5kpps", "duration": 1}
+    )
+    blast = (
+        "import socket, time\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "time.sleep(0.2)\n"
+        f"for _ in range(3000): s.sendto(b'x', ({lab.addr('n3')!r}, 9))\n"
+    )
+    other = threading.Thread(target=lambda: lab.exec("n2", [sys.executable, "-c", blast]))
+    other.start()
+    try:
+        with pytest.raises(MeasurementFailed) as failed:
+            plugin.run(lab, opts, plugin.timeout(opts))
+    finally:
+        other.join()
+    assert "3000 more than the 5000 sent" in failed.value.reason, failed.value.reason
+    metrics = {s.metric for s in failed.value.samples if isinstance(s, Sample)}
+    assert "tx_packets" in metrics and not metrics & {"loss_percent", "rx_pps", "rx_packets"}

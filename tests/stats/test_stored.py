@@ -230,3 +230,14 @@ def test_points_follow_the_files_vary_order_and_its_set_values(tmp_path: Path) -
             "cc=reno, hops=8", "cc=reno, hops=2", "cc=cubic, hops=8", "cc=cubic, hops=2"
         ]  # fmt: skip
         assert data.values_of("hops") == [8, 2] and data.values_of("cc") == ["reno", "cubic"]
+
+
+def test_an_unknown_name_lists_ten_names_and_says_how_many_more(tmp_path: Path) -> None:
+    with ResultStore(tmp_path / "r.db") as s:
+        for i in range(13):
+            s.begin_experiment(f"e{i:02d}", f"name: e{i:02d}\n", {})
+        with pytest.raises(SelectionError) as missing:
+            load(s, "nope")
+    said = str(missing.value)
+    assert "experiments: e00, e01," in said and "e09, … and 3 more (`netrig results list`)" in said
+    assert "e10" not in said

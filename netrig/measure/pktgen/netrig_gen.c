@@ -4,11 +4,12 @@
  * and sent from an AF_PACKET socket with PACKET_QDISC_BYPASS, in sendmmsg batches, from one
  * or more threads, at full speed or paced to a rate, for a duration. The count it prints is
  * exact: every frame the kernel accepted is `sent`; every frame the first hop refused
- * (ENOBUFS: veth's peer backlog was full) is `refused`.
+ * (ENOBUFS: veth's peer backlog was full; ENETDOWN: the interface is down, as during a
+ * `link … down` event on it, which must be measured, not end the run) is `refused`.
  *
  *   netrig_gen --dev eth0 --src-mac 02:.. --dst-mac 02:.. --src 198.18.0.1 --dst 198.18.0.6
  *              [--sport 10000] [--flows 256] [--dport 9] [--size 60] [--rate PPS]
- *              [--duration S] [--count N] [--threads N] [--batch 64]
+ *              [--duration S] [--count N] [--threads N] [--batch 64] [--qdisc]
  * prints one JSON line: {"sent": N, "refused": N, "seconds": S, "threads": N}
  *
  * Built by netrig at first use (gcc -O2 -pthread); exit 2 on bad arguments, 1 on errors.
@@ -36,7 +37,7 @@
 static volatile sig_atomic_t stop;
 
 struct config {
-	int ifindex, family, flows, size, threads, batch;
+	int ifindex, family, flows, size, threads, batch, qdisc;
 	unsigned sport, dport;
 	unsigned char smac[6], dmac[6];
 	struct in6_addr src6, dst6;
@@ -140,7 +141,8 @@ static void *run_worker(void *arg)
 		return NULL;
 	}
 	int one = 1;
-	setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+	if (!cfg->qdisc) /* --qdisc: through the interface's qdisc, its rate limit or netem */
+		setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
 	struct sockaddr_ll addr = {.sll_family = AF_PACKET, .sll_ifindex = cfg->ifindex, .sll_halen = 6};
 	memcpy(addr.sll_addr, cfg->dmac, 6);
 	if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
@@ -207,7 +209,8 @@ static void *run_worker(void *arg)
 		}
 		int n = sendmmsg(fd, msgs, (unsigned)want, 0);
 		if (n < 0) {
-			if (errno == ENOBUFS) { /* the first hop dropped this frame */
+			if (errno == ENOBUFS || errno == ENETDOWN) { /* the first hop dropped
+								       this frame, or its link is down */
 				w->refused++;
 				continue;
 			}
@@ -239,7 +242,7 @@ static int usage(const char *why)
 	fprintf(stderr, "netrig_gen: %s\n", why);
 	fprintf(stderr, "usage: netrig_gen --dev IF --src-mac MAC --dst-mac MAC --src IP --dst IP "
 			"[--sport N] [--flows N] [--dport N] [--size BYTES] [--rate PPS] "
-			"[--duration S] [--count N] [--threads N] [--batch N]\n");
+			"[--duration S] [--count N] [--threads N] [--batch N] [--qdisc]\n");
 	return 2;
 }
 
@@ -254,7 +257,8 @@ int main(int argc, char **argv)
 		{"src", 1, 0, 's'},	 {"dst", 1, 0, 'd'},	 {"sport", 1, 0, 'p'},
 		{"flows", 1, 0, 'f'},	 {"dport", 1, 0, 'P'},	 {"size", 1, 0, 'l'},
 		{"rate", 1, 0, 'r'},	 {"duration", 1, 0, 't'}, {"count", 1, 0, 'n'},
-		{"threads", 1, 0, 'T'}, {"batch", 1, 0, 'b'},	 {0, 0, 0, 0}};
+		{"threads", 1, 0, 'T'}, {"batch", 1, 0, 'b'},	 {"qdisc", 0, 0, 'q'},
+		{0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -272,6 +276,7 @@ int main(int argc, char **argv)
 		case 'n': cfg.count = strtoull(optarg, NULL, 10); break;
 		case 'T': cfg.threads = atoi(optarg); break;
 		case 'b': cfg.batch = atoi(optarg); break;
+		case 'q': cfg.qdisc = 1; break;
 		default: return usage("unknown option");
 		}
 	}
