@@ -33,6 +33,7 @@ from netrig.plan.experiment import ExperimentPlan
 from netrig.plan.runs import PlannedRun, measured
 from netrig.results import summary
 from netrig.results.store import ResultStore, StoreError
+from netrig.rig.prepare import experiment_programs
 
 if TYPE_CHECKING:
     from netrig.experiment.runner import Outcome
@@ -302,7 +303,7 @@ def _print_plan(exp: ExperimentPlan, runs: list[PlannedRun]) -> None:
     console.print(
         f"{counted(len(runs), 'run')}{_warmups(len(runs), measured(runs))}, "
         f"{counted(builds, 'lab build')}; "
-        f"tools: {', '.join(sorted(exp.tools())) or 'none'}"
+        f"tools: {', '.join(sorted(experiment_programs(exp))) or 'none'}"
     )
 
 

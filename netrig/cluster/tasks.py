@@ -31,6 +31,7 @@ from netrig.lab import netns
 from netrig.lab.ledger import Ledger
 from netrig.plan.experiment import ExperimentPlan, SweepPoint
 from netrig.plan.runs import PlannedRun
+from netrig.rig.prepare import experiment_programs
 
 
 @dataclass
@@ -141,7 +142,7 @@ class HostSession(_Session):
         super().__init__(exp, None, _Notes(), Outcome(0, "ok"), config.ledger())  # type: ignore[arg-type]
         self.config = config
         self.stop = ThreadStop()
-        self.facts = collect_host_facts(exp.tools())
+        self.facts = collect_host_facts(experiment_programs(exp))
         self.last: tuple[RunResult, datetime, datetime] | None = None
         self.runs_done = 0
 

@@ -49,6 +49,7 @@ from netrig.plan.experiment import DERIVED_NAME, ExperimentPlan, MeasureStep, Sw
 from netrig.plan.routes import distances
 from netrig.plan.runs import PlannedRun, plan_runs, point_key, remaining
 from netrig.rig import Lab
+from netrig.rig.prepare import experiment_programs
 
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
 
@@ -342,7 +343,7 @@ def run_experiment(
     runs = plan_runs(len(exp.points), exp.repeat, exp.order, exp.warmup)  # type: ignore[arg-type]
     with StopSignal() as stop:  # from here on a signal is a clean stop
         eid, done, todo = open_experiment(
-            store, exp, runs, resume, lambda: collect_host_facts(exp.tools())
+            store, exp, runs, resume, lambda: collect_host_facts(experiment_programs(exp))
         )
         outcome = Outcome(eid, "ok", skipped=len(done))
         say.begin(exp, todo, len(done))

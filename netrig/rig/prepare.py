@@ -290,3 +290,29 @@ def host_needs(
                     )
                 )
     return needs
+
+
+def lab_programs(plan: LabPlan) -> dict[str, str]:
+    """The programs the lab itself runs → their Debian packages: its routing daemons, its
+    firewall engines' tools, its services' servers (the measurements' are exp.tools())."""
+    cls = catalog().routing.lookup(plan.protocol)
+    out = dict(cls(cls.Options.model_validate(plan.routing_options)).programs)
+    for node in plan.nodes.values():
+        if node.firewall:
+            from netrig import firewall
+
+            out.update(firewall.registry.lookup(node.firewall["engine"]).programs)
+        for svc in node.services:
+            plugin = catalog().services.lookup(svc.kind)()
+            out.update(plugin.tools(plugin.Options.model_validate(svc.options)))
+    return out
+
+
+def experiment_programs(exp: ExperimentPlan) -> dict[str, str]:
+    """Every program an experiment runs → its package: its measurements' and those of the
+    labs of its sweep points (what `run --dry-run` lists, and whose versions a run records:
+    seed 002's results had kept clang's version, not iptables' or nft's)."""
+    out = dict(exp.tools())
+    for plan in {point.network: point.plan for point in exp.points}.values():
+        out.update(lab_programs(plan))
+    return out

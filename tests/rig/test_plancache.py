@@ -333,3 +333,4 @@ def test_a_signal_while_the_plan_is_kept_removes_the_lab(
     with pytest.raises(KeyboardInterrupt):
         lab.up(check_reachability=False)
     assert Ledger().lab(name) is None
+
