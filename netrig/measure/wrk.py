@@ -67,6 +67,9 @@ class HttpOptions(MeasureOptions):
             raise ValueError(f"client and server are both {self.client!r}; pick two nodes")
         if self.duration < 1:
             raise ValueError("duration: at least 1 s")
+        if self.duration != round(self.duration):  # 2.5 had run 2 s without a word
+            raise ValueError(f"duration: whole seconds (wrk and ab count no fractions; "
+                             f"{self.duration:g} s would run {round(self.duration)} s)")
         return self
 
 

@@ -152,3 +152,11 @@ def test_backend_without_a_service_on_its_port_is_noted(tmp_path: Path) -> None:
     served = text.replace("{name: client}", "{name: client, cmd: python3 -m http.server 8080}")
     code, out = validate(write(tmp_path, served))
     assert code == 0 and re.findall(r"note: .* backend (\w+)", out) == ["web1"], out
+
+
+@pytest.mark.parametrize("tool", ["wrk", "ab"])
+def test_a_duration_of_a_fraction_of_a_second_is_refused(tmp_path: Path, tool: str) -> None:
+    """`duration: 2.5` had run 2 s, and the events check then spoke of 2 s."""
+    text = GOOD.format(name="svc") + f"measure:\n  - {tool}: {{client: client, server: web1, duration: 2.5}}\n"
+    code, said = validate(write(tmp_path, text), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
+    assert code == 2 and re.search(r"lab\.yaml:10:\d+: duration: whole seconds .* would run 2 s", said), said
