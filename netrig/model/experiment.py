@@ -89,6 +89,24 @@ class ExperimentKeys(Strict):
         False, description="end the experiment at the first failed run (a sweep for a limit)"
     )
 
+    @field_validator("vary", mode="before")
+    @classmethod
+    def _one_value_each(cls, value: Any) -> Any:
+        """A sweep value that is a list or a mapping, said plainly (pydantic's union had
+        answered `vary.bk.0.bool: Input should be a valid boolean`, thrice)."""
+        cases = value.items() if isinstance(value, dict) else []
+        if isinstance(value, list):
+            cases = [(k, [v]) for case in value if isinstance(case, dict) for k, v in case.items()]
+        for name, values in cases:
+            for one in values if isinstance(values, list) else []:
+                if isinstance(one, list | dict):
+                    raise ValueError(
+                        f"vary: {name}: {one!r} is a {type(one).__name__}; a sweep value is one "
+                        "number, word or true/false (a list of points, vary: [{a: 1, b: x}, "
+                        "…], sets several parameters at once)"
+                    )
+        return value
+
     @field_validator("vary")
     @classmethod
     def _vary(cls, value: Vary) -> Vary:

@@ -408,3 +408,13 @@ def test_yes_in_a_list_of_numbers_is_refused_too() -> None:
         """) == [
         "exp.yaml:4:48: true is not a number (YAML reads yes, no, on and off as true and false)"
     ]
+
+
+def test_a_sweep_value_that_is_a_list_is_said_plainly() -> None:
+    """`vary: {bk: [[web1], [web1, web2]]}` had given pydantic's union errors, thrice."""
+    for vary in ("{bk: [[n1], [n1, n2]]}", "[{bk: [n1]}, {bk: [n2]}]"):
+        said = problems(f"name: t\ntopology: {{kind: pair}}\nvary: {vary}\n"
+                        "measure:\n  - ping: {src: n1, dst: n2}\n")  # fmt: skip
+        assert said == ["exp.yaml:3:7: vary: bk: ['n1'] is a list; a sweep value is one number, "
+                        "word or true/false (a list of points, vary: [{a: 1, b: x}, …], sets "
+                        "several parameters at once)"], said  # fmt: skip
