@@ -602,7 +602,10 @@ def _assign_addresses(
                 problems.append(
                     Problem(
                         graph.where(("addressing",)),
-                        f"address pool {pool} too small for {len(hosts)} loopbacks",
+                        f"address pool {pool} too small for {len(hosts)} loopbacks: they "
+                        f"take its first half, {loop_half} ({loop_half.num_addresses - 1} "
+                        "usable), links the second; give a larger pool, or "
+                        "addressing: {loopbacks: false}",
                     )
                 )
                 continue

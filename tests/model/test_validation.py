@@ -133,7 +133,9 @@ def test_pool_too_small() -> None:
         name: r
         topology: {kind: ring, nodes: 20}
         addressing: {ipv4: 198.18.0.0/28, ipv6: false}
-        """) == ["lab.yaml:3:13: address pool 198.18.0.0/28 too small for 20 loopbacks"]
+        """) == ["lab.yaml:3:13: address pool 198.18.0.0/28 too small for 20 loopbacks: they take "
+                 "its first half, 198.18.0.0/29 (7 usable), links the second; give a larger "
+                 "pool, or addressing: {loopbacks: false}"]
 
 
 def test_pool_too_small_for_the_links_says_what_fits() -> None:
