@@ -93,3 +93,16 @@ def test_ab_counts_a_reply_of_another_length_or_status_once() -> None:
     assert got["requests_per_s"] == pytest.approx(400 / 0.086)
     with pytest.raises(MeasurementFailed, match=r"200 of 600 requests failed \(200 non-2xx"):
         parse_ab(text, max_errors=0.01)
+
+
+def test_wrk_read_errors_that_outnumber_requests_are_said_to_be_socket_calls() -> None:
+    """"35152 errors in 221 requests" had read as a miscount."""
+    line = read("wrk-ok.txt").replace('"read":0', '"read":35152').replace(
+        '"requests":26296', '"requests":221'
+    )
+    with pytest.raises(MeasurementFailed) as exc:
+        parse_wrk(line)
+    assert exc.value.reason.startswith(
+        "35152 errors in 221 requests (35152 read errors) (wrk counts each failed socket read "
+        "or write), more than"
+    ), exc.value.reason
