@@ -276,9 +276,12 @@ def exit_report(lab: Lab, lines: int = 10) -> str:
 
 
 def exit_report_of(lab: Lab, node: str, kind: str, lines: int = 10) -> str:
-
-    tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines)
-    return f"{node}/{kind} exited; last lines of its log:\n{tail.rstrip()}\n"
+    """One service's exit and its log's last lines ("it wrote nothing" for an empty log,
+    where the report had ended on a dangling "last lines of its log:")."""
+    tail = log_tail(os.path.join(lab.node_dir(node), f"{kind}.log"), lines).rstrip()
+    if not tail:
+        return f"{node}/{kind} exited (its log is empty)\n"
+    return f"{node}/{kind} exited; last lines of its log:\n{tail}\n"
 
 
 def stop_all(lab: Lab) -> list[str]:

@@ -313,3 +313,17 @@ events: [node web2 stop @ 1s, node web2 start @ 3s]
     codes = "".join("+" if c == "200" else "-" for c in outputs[("probe", "stdout")].split())
     assert re.fullmatch(r"\++-+\++", codes), codes  # served, stopped, served again
     assert samples[("wrk", "requests")] > 1000
+
+
+def test_a_service_that_died_with_an_empty_log_is_said_so(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """The report had ended on a dangling "last lines of its log:"."""
+    from netrig import services
+
+    lab = make_lab({"topology": {"kind": "pair"},
+                    "nodes": [{"name": "n2", "services": [{"nginx": {}}]}]})  # fmt: skip
+    os.kill(daemons.running(lab, "n2")["nginx"], signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while "nginx" in daemons.running(lab, "n2") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    Path(lab.node_dir("n2"), "nginx.log").write_text("")
+    assert services.exit_report(lab) == "n2/nginx exited (its log is empty)\n"
