@@ -444,6 +444,15 @@ def _net_sysctls(value: dict[str, Any]) -> dict[str, str]:
                 f"sysctl {key!r}: only net.* keys are allowed (they apply per namespace; "
                 "others would change the host)"
             )
+        device = re.fullmatch(r"net\.ipv[46]\.(conf|neigh)\.([^.]+)\.(.+)", str(key))
+        if device and device[2] not in ("all", "default"):
+            # set as each namespace is made, before its links exist: `up` had failed with
+            # "No such file or directory" for a key validate had passed
+            raise ValueError(
+                f"sysctl {key!r}: a key of one device is set before the lab's links exist; "
+                f"use net.ipv{key[7]}.{device[1]}.default.{device[3]} (every link made after "
+                f"takes it) or .all."
+            )
         text = str(int(val) if isinstance(val, bool) else val)
         if not re.fullmatch(r"[A-Za-z0-9_.:/ \t-]*", text):  # numbers, names, lists of them
             raise ValueError(f"sysctl {key}: {text!r} is no value a sysctl takes")

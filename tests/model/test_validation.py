@@ -546,3 +546,13 @@ def test_a_sysctl_that_contradicts_the_routing_options_is_refused() -> None:
     plan = build_plan(load_text("name: t\ntopology: {kind: ring, nodes: 4}\nrouting: {protocol: "
                                 "ecmp, hash: l4}\nsysctls: {net.ipv4.fib_multipath_hash_policy: 1}\n"))
     assert plan.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+
+
+def test_a_sysctl_of_one_lab_device_is_refused_with_the_key_that_works() -> None:
+    """net.ipv4.conf.eth0.rp_filter passed validate; `up` set it as the namespace was made,
+    before eth0 existed, and failed ("No such file or directory")."""
+    assert problems("name: t\ntopology: {kind: pair}\nsysctls: {net.ipv4.conf.eth0.rp_filter: 1}\n") == [
+        "lab.yaml:3:10: sysctl 'net.ipv4.conf.eth0.rp_filter': a key of one device is set "
+        "before the lab's links exist; use net.ipv4.conf.default.rp_filter (every link made "
+        "after takes it) or .all."
+    ]
