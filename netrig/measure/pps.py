@@ -197,6 +197,16 @@ class Pps(Measurement[PpsOptions]):
             target_address(plan, o.src, o.dst, o.family, o.address)
         except KeyError as exc:
             return [(("address",), str(exc.args[0]))]
+        shaped = [link for link in plan.links if o.src in (link.a, link.b) and (
+            link.rate or link.delay or link.loss)]  # fmt: skip
+        if shaped and o.rate is None and o.qdisc != "bypass" and (
+            choose_generator(o.generator) == "trafgen"
+        ):
+            link = shaped[0]
+            return [(("generator",), (
+                f"trafgen cannot send unpaced through the shaper of {link.a}–{link.b} (it "
+                "stops when the queue is full: 'Flushing TX_RING failed'); give pps a rate: "
+                "(at most the link's), or generator: netrig"))]  # fmt: skip
         return []
 
     def udp_arrives(self, options: PpsOptions) -> list[tuple[str, int]]:
@@ -251,7 +261,7 @@ class Pps(Measurement[PpsOptions]):
         samples = _samples(o, generator, report, sink, watched, after, origin)
         if sink.received == 0:
             raise MeasurementFailed(f"no packet reached {o.dst} (100% loss)", samples, output)
-        if sink.received > report.sent:  # both counts are exact: the sink counted others'
+        if sink.received > report.sent + trafgen_slack(generator, report.sent):
             raise MeasurementFailed(
                 f"{o.dst} counted {sink.received} UDP datagrams, {sink.received - report.sent} "
                 f"more than the {report.sent} sent: other UDP reached it meanwhile (another "
@@ -264,6 +274,14 @@ class Pps(Measurement[PpsOptions]):
 
 
 # ------------------------------------------------------------------ the generators
+
+
+def trafgen_slack(generator: str, sent: int) -> int:
+    """How many more frames the sink may count than the generator says it sent, with no
+    other UDP about: none for netrig_gen, whose count is exact (16 paced runs); trafgen's
+    fell short by up to 0.05 % when it sent past a shaper (230 of 548,352), which had
+    failed runs as "other UDP reached it"."""
+    return 0 if generator == "netrig" else max(2, sent // 1000)
 
 
 def choose_generator(choice: str) -> str:
@@ -567,7 +585,8 @@ def _samples(
         Sample("rx_packets", received, "packets"),
         Sample("tx_pps", report.sent / seconds, "packets/s"),
         Sample("rx_pps", received / seconds, "packets/s"),
-        Sample("loss_percent", 100.0 * (report.sent - received) / report.sent, "%"),
+        # (never below 0: within trafgen_slack, more received than trafgen said it sent)
+        Sample("loss_percent", max(0.0, 100.0 * (report.sent - received) / report.sent), "%"),
         Sample("send_time", report.seconds, "s"),
     ]
     if generator == "netrig":
