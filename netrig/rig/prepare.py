@@ -28,6 +28,7 @@ from netrig.rig.catalog import catalog
 from netrig.rig.hostneeds import Need, lacking
 
 if TYPE_CHECKING:
+    from netrig.model.experiment import ExperimentModel
     from netrig.model.models import LabSpec
     from netrig.plan.experiment import ExperimentPlan
 
@@ -135,7 +136,7 @@ def load_experiment(
     from netrig.plan.experiment import plan_experiment
 
     model = load_experiment_model(path, overrides, repeat, name)
-    return _checked(plan_experiment(model, catalog()))
+    return _checked(plan_experiment(model, catalog()), model)
 
 
 def load_experiment_text(
@@ -148,19 +149,24 @@ def load_experiment_text(
     from netrig.plan.experiment import plan_experiment
 
     model = load_experiment_model_text(text, file, overrides, repeat)
-    return _checked(plan_experiment(model, catalog()))
+    return _checked(plan_experiment(model, catalog()), model)
 
 
-def _checked(exp: ExperimentPlan) -> ExperimentPlan:
+def _checked(exp: ExperimentPlan, model: ExperimentModel) -> ExperimentPlan:
     """The preflight of every distinct lab of the sweep and of the measurements' programs."""
     from netrig import measure
+    from netrig.model.experiment import substitute_point
 
     problems: list[Problem] = []
     seen: set[str] = set()
     for point in exp.points:
         if point.network not in seen:
             seen.add(point.network)
-            problems += host_problems(None, point.plan, exp.file)
+            found = host_problems(None, point.plan, exp.file)
+            if found:  # said again at their lines: the point's lab read once more
+                graph = model_load.load_doc(substitute_point(model, point.values).lab, catalog())
+                found = host_problems(graph, point.plan, exp.file)
+            problems += found
     for program, package in measure.missing_tools(exp.tools()).items():
         problems.append(
             Problem(

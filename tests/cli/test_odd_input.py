@@ -257,3 +257,15 @@ def test_a_program_the_host_lacks_in_exec_or_cmd_is_refused_at_its_line(tmp_path
         f"{lab}:4:21: n1: cmd no-such-program --x: 'no-such-program' is not on this host's "
         "PATH (nodes run the host's programs)",
     ]  # (n2's program is bound into it: the node's own business)
+
+
+def test_an_experiment_file_s_host_refusals_keep_their_lines(tmp_path: Path) -> None:
+    """In an experiment file they had been said at the file alone (`t.yaml: n1: cmd …`)."""
+    exp = tmp_path / "cm.yaml"
+    exp.write_text("name: t\ntopology: {kind: pair}\nnodes: [{name: n1, cmd: 'h5nosuch --x'}]\n"
+                   "sysctls: {net.ipv4.bogus_thing: 1}\n"
+                   "measure: [{ping: {src: n1, dst: n2, count: 1}}]\n")  # fmt: skip
+    done = netrig_cli("validate", str(exp), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
+    assert done.returncode == 2
+    assert sorted(line.split(": ", 1)[0] for line in done.stderr.splitlines()) == [
+        f"{exp}:3:25", f"{exp}:4:33"], done.stderr
