@@ -72,7 +72,11 @@ def trace(
     running = Lab.attach(lab)
     plan = running.plan
     plan.node(src)
-    family = 6 if ipv6 or (dst in plan.nodes and not plan.node(dst).addresses(4)) else 4
+    if dst in plan.nodes and plan.node(dst).kind == "switch":
+        fail(f"{dst} is a switch, which has no address: trace to a host behind it",
+             EXIT_BAD_INPUT)  # fmt: skip
+    only_v6 = dst in plan.nodes and not plan.node(dst).addresses(4) and plan.node(dst).addresses(6)
+    family = 6 if ipv6 or only_v6 else 4
     dst_addr = plan.addr(dst, family) if dst in plan.nodes else dst  # IPv6 in an IPv6-only lab
     if ":" not in dst_addr and not dst_addr.replace(".", "").isdigit():
         fail(f"{dst!r} is neither a node of lab {lab!r} nor an address", EXIT_BAD_INPUT)

@@ -164,6 +164,8 @@ class Tracer:
                 nexthop = str(ip_address(gw_raw)) if gw_raw else dst_addr
                 hops.append(Hop(node, self.ifname.get((node, oif), f"if{oif}")))
                 nxt = self._next_node(node, oif, nexthop)
+                if nxt is None and gw_raw is None:  # on-link (a switch's segment): no owner
+                    return Path(tuple(hops), False, self._nobody_has(node, hops, dst_addr))
                 if nxt is None:
                     return Path(tuple(hops), False, f"next hop {nexthop} is outside the lab")
                 hop = (node, oif, *nxt)
@@ -176,9 +178,7 @@ class Tracer:
                     # on-link, and the node across does not have it: the packet never
                     # leaves (the kernel asks for the address and nobody answers); the
                     # peer's lookup had called it a martian coming back
-                    return Path(tuple(hops), False, (
-                        f"{dst_addr} is on {node}'s link {hops[-1].out_iface}, where no node has "
-                        f"it: {node} asks for it (ARP/ND) and gets no answer"))  # fmt: skip
+                    return Path(tuple(hops), False, self._nobody_has(node, hops, dst_addr))
                 node, iif = nxt
             return Path(tuple(hops), False, f"more than {MAX_HOPS} hops (a loop?)")
         except OSError as exc:
@@ -186,6 +186,11 @@ class Tracer:
             if exc.errno == errno.EINVAL and iif is not None and flow_src is not None:
                 said = self._martian(node, iif, flow_src)
             return Path(tuple([*hops, Hop(node, None)]), False, said)
+
+    @staticmethod
+    def _nobody_has(node: str, hops: list[Hop], dst_addr: str) -> str:
+        return (f"{dst_addr} is on {node}'s link {hops[-1].out_iface}, where no node has it: "
+                f"{node} asks for it (ARP/ND) and gets no answer")
 
     def _owns(self, node: str, addr: str) -> bool:
         """addr is one of node's own addresses (its kernel's local table says so)."""

@@ -174,3 +174,19 @@ def test_counted_flows_must_have_ports_within_65535() -> None:
         assert done.returncode == 2, done.stderr
         assert "would go past port 65535" in done.stderr and f"(the last is {last})" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_on_a_switch_s_segment_an_unused_address_and_the_switch_itself_are_named(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """An unused address of a switched segment had been "outside the lab"; a trace to the
+    switch itself said it "has no IPv6 address"."""
+    from tests.conftest import netrig_cli
+
+    lab = make_lab({"topology": {"kind": "star", "leaves": 3},
+                    "nodes": [{"name": "n1", "kind": "switch"}]})  # fmt: skip
+    with Tracer(lab.plan) as tracer:
+        nobody = tracer.trace("n2", "198.19.0.5")
+    assert nobody.error == ("198.19.0.5 is on n2's link eth0, where no node has it: n2 asks "
+                            "for it (ARP/ND) and gets no answer"), nobody  # fmt: skip
+    done = netrig_cli("trace", lab.name, "n2", "n1")
+    assert done.returncode == 2
+    assert "n1 is a switch, which has no address: trace to a host behind it" in done.stderr
