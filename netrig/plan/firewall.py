@@ -116,7 +116,15 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
         for j, rule in enumerate(fw.rules):
             where = graph.where((*path, "rules", j, "src"))
             if rule.src in nodes:
-                rules += [(rule.action, c) for c in _host_prefixes(nodes[rule.src])]
+                prefixes = _host_prefixes(nodes[rule.src])
+                if not prefixes:  # it had become no rule at all, without a word
+                    source = nodes[rule.src]
+                    why = (f"it shares {source.shares}'s namespace: name {source.shares}"
+                           if source.shares else "it is a switch" if source.kind == "switch"
+                           else "the lab gives it none")  # fmt: skip
+                    problems.append(Problem(where, f"{rule.src} has no address of its own to "
+                                                   f"match ({why})"))  # fmt: skip
+                rules += [(rule.action, c) for c in prefixes]
                 continue
             try:
                 net = ip_network(rule.src, strict=False)

@@ -142,3 +142,22 @@ def test_a_firewall_in_a_shared_namespace_is_refused(
         assert f"{path}:{line}:" in done.stderr
         assert "runs in n2's network namespace" in done.stderr and "on n2" in done.stderr
     assert not any(ns.startswith(name + "-") for ns in netns.list_names())
+
+
+@pytest.mark.parametrize(
+    ("node", "why"),
+    [("{name: n1s, netns: n1}", "it shares n1's namespace: name n1"),
+     ("{name: n1s, kind: switch}", "it is a switch")],
+)
+def test_a_rule_naming_a_node_without_an_address_is_refused(
+    tmp_path: Path, node: str, why: str
+) -> None:
+    """Such a rule had become no rule at all (`plan`: 0 rules), without a word."""
+    path = tmp_path / "lab.yaml"
+    path.write_text(f"name: t\ntopology: {{kind: chain, nodes: 3}}\nnodes:\n  - {node}\n"
+                    "  - {name: n2, firewall: {engine: nftables, rules: [{src: n1s}]}}\n"
+                    + ("links: [{a: n1s, b: n1}]\n" if "switch" in node else ""))  # fmt: skip
+    done = netrig_cli("validate", str(path), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
+    assert done.returncode == 2
+    assert f"{path}:5:" in done.stderr and f"n1s has no address of its own to match ({why})" in (
+        done.stderr), done.stderr
