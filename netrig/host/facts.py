@@ -14,7 +14,7 @@ import os
 import platform
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +35,21 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return platform.processor() or platform.machine()
 
 
-def tool_version(tool: str, timeout: float = VERSION_TIMEOUT_S) -> str | None:
-    """The version line of an installed tool (netrig.host.tools' one prober), "unknown" if
-    it names none, None if it is not installed."""
+def tool_version(tool: str, timeout: float = VERSION_TIMEOUT_S, package: str = "") -> str | None:
+    """The version line of an installed tool (netrig.host.tools' one prober; else its Debian
+    package's version, as `netrig doctor` gives it), "unknown" if neither names one, None
+    if it is not installed."""
     path = shutil.which(tool, path=search_path())
     if path is None:
         return None
-    return program_version(tool, path, timeout=timeout) or "unknown"
+    return program_version(tool, path, package, timeout=timeout) or "unknown"
 
 
-def collect_host_facts(tools: Iterable[str] = ()) -> dict[str, Any]:
-    """Kernel, CPU, core counts, Python and netrig versions, and the given tools' versions."""
+def collect_host_facts(tools: Iterable[str] | Mapping[str, str] = ()) -> dict[str, Any]:
+    """Kernel, CPU, core counts, Python and netrig versions, and the given tools' versions
+    (tools: names, or name → Debian package, whose version stands in for a tool that
+    prints none: vtysh and pen had been recorded "unknown")."""
+    packages = tools if isinstance(tools, Mapping) else {}
     uname = platform.uname()
     return {
         "hostname": uname.node,
@@ -58,5 +62,7 @@ def collect_host_facts(tools: Iterable[str] = ()) -> dict[str, Any]:
         "cpu_usable": len(os.sched_getaffinity(0)),
         "python": sys.version.split()[0],
         "netrig_version": __version__,
-        "tool_versions": {tool: tool_version(tool) for tool in tools},
+        "tool_versions": {
+            tool: tool_version(tool, package=packages.get(tool, "")) for tool in tools
+        },
     }

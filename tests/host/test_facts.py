@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,12 @@ def test_wrk_version_although_it_exits_1() -> None:
     version = tool_version("wrk")
     assert version is not None and version.startswith("wrk ") and "4." in version
 
+
+
+@pytest.mark.skipif(shutil.which("vtysh") is None or shutil.which("dpkg-query") is None,
+                    reason="needs FRR's vtysh and dpkg")  # fmt: skip
+def test_a_tool_that_prints_no_version_is_recorded_by_its_package_s() -> None:
+    """vtysh and pen had been recorded "unknown" where `netrig doctor` showed FRR's and
+    pen's package versions."""
+    versions = collect_host_facts({"vtysh": "frr"})["tool_versions"]
+    assert versions["vtysh"].startswith("frr ") and versions["vtysh"] != "frr unknown"
