@@ -43,7 +43,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
     worst = 0
     for file in files:  # each file is checked and said, a bad one too (a class's 30 files)
         try:
-            _validate_file(file, sets, topo)
+            _validate_file(file, sets, topo, alone=len(files) == 1)
         except SystemExit as done:
             code = done.code if isinstance(done.code, int) else 1
             if code not in (EXIT_FAILURE, EXIT_BAD_INPUT):  # Ctrl-C (130): stop here
@@ -54,8 +54,10 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
 
 
 @reports_errors
-def _validate_file(file: str, sets: dict[str, str], topo: str | None) -> None:
-    """Check one file and say what it is, or its problems (exit 2) as every command does."""
+def _validate_file(file: str, sets: dict[str, str], topo: str | None, alone: bool) -> None:
+    """Check one file and say what it is, or its problems (exit 2) as every command does.
+    --set applies to experiment files: one lab file given it is refused, a lab file among
+    others is checked without it (the whole command had stopped)."""
     from netrig.rig import plancache
 
     # a lab file validated or built before, unchanged, on a host that still has what it
@@ -80,8 +82,12 @@ def _validate_file(file: str, sets: dict[str, str], topo: str | None) -> None:
             f"measures {', '.join(steps)}"
         )
         return
-    if sets:
+    if sets and alone:
         raise click.UsageError("--set applies to experiment files (with measure:)")
+    if sets:
+        click.echo(f"note: {file} is a lab file, checked without --set (it applies to "
+                   "experiment files)", err=True)
+        found = plancache.lookup(file, topo=topo)
     if found is not None and (planned := prepare.plan_netrig_bytes(file, found.data)):
         plan, needs = planned  # planned from the bytes looked up: remembered by them
         _say_lab(file, plan)

@@ -269,3 +269,19 @@ def test_an_experiment_file_s_host_refusals_keep_their_lines(tmp_path: Path) -> 
     assert done.returncode == 2
     assert sorted(line.split(": ", 1)[0] for line in done.stderr.splitlines()) == [
         f"{exp}:3:25", f"{exp}:4:33"], done.stderr
+
+
+def test_validate_with_set_checks_lab_files_among_experiments_without_it(tmp_path: Path) -> None:
+    """`validate lab.yaml exp.yaml --set n=3` had stopped at once ("--set applies to
+    experiment files"), checking neither."""
+    (tmp_path / "lab.yaml").write_text("name: a\ntopology: {kind: pair}\n")
+    (tmp_path / "exp.yaml").write_text("name: e\ntopology: {kind: chain, nodes: '{n}'}\n"
+                                       "params: {n: 2}\nmeasure: [{ping: {src: n1, dst: n2}}]\n")  # fmt: skip
+    env = {**os.environ, "NETRIG_PLAN_CACHE": "off"}
+    done = netrig_cli("validate", "lab.yaml", "exp.yaml", "--set", "n=3", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("ok lab.yaml: lab a")
+    assert done.stdout.splitlines()[1].startswith("ok exp.yaml: experiment e")
+    assert "note: lab.yaml is a lab file, checked without --set" in done.stderr
+    alone = netrig_cli("validate", "lab.yaml", "--set", "n=3", cwd=tmp_path, env=env)
+    assert alone.returncode == 2 and "--set applies to experiment files" in alone.stderr
