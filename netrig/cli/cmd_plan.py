@@ -73,13 +73,16 @@ def _print_details(plan: LabPlan) -> None:
     routing daemon, the firewall and its rules, services, the node's own programs; then
     the lab's routing in a line."""
     from netrig.plan.firewall import FirewallPlan
+    from netrig.rig.prepare import routing_programs
 
+    packages = sorted(set(routing_programs(plan).values()))  # bird2, frr: whose daemon
+    daemon = f"{plan.protocol} daemon ({', '.join(packages)})"
     for node in plan.nodes.values():
         extras = []
         if node.routes:
             extras.append(counted(len(node.routes), "route"))
         if plan.routing_daemons and node.kind == "host":
-            extras.append(f"{plan.protocol} daemon")
+            extras.append(daemon)
         if node.firewall:
             fw = FirewallPlan.from_dict(node.firewall)
             filler = f" + {fw.filler_rules} filler" if fw.filler_rules else ""

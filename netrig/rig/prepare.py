@@ -298,11 +298,17 @@ def host_needs(
     return needs
 
 
+def routing_programs(plan: LabPlan) -> dict[str, str]:
+    """The routing protocol's programs (its options pick them: ospf's bird or FRR's) → their
+    Debian packages."""
+    cls = catalog().routing.lookup(plan.protocol)
+    return dict(cls(cls.Options.model_validate(plan.routing_options)).programs)
+
+
 def lab_programs(plan: LabPlan) -> dict[str, str]:
     """The programs the lab itself runs → their Debian packages: its routing daemons, its
     firewall engines' tools, its services' servers (the measurements' are exp.tools())."""
-    cls = catalog().routing.lookup(plan.protocol)
-    out = dict(cls(cls.Options.model_validate(plan.routing_options)).programs)
+    out = routing_programs(plan)
     for node in plan.nodes.values():
         if node.firewall:
             from netrig import firewall

@@ -131,8 +131,8 @@ def test_plan_says_each_node_s_daemon_firewall_services_and_programs(tmp_path: P
     done = netrig_cli("plan", str(path), env=env)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert "n2: ospf daemon, firewall nftables: 4 rules + 10 filler" in lines
-    assert "n3: ospf daemon, service nginx on port 80, 1 exec line" in lines
+    assert "n2: ospf daemon (bird2), firewall nftables: 4 rules + 10 filler" in lines
+    assert "n3: ospf daemon (bird2), service nginx on port 80, 1 exec line" in lines
     assert lines[-1] == "routes by ospf's daemons, 2 subnets"
     seed002 = netrig_cli("plan", "examples/seed002-firewall-latency.yaml", env=env)
     fillers = [line for line in seed002.stdout.splitlines() if line.startswith("n2: ")]
