@@ -1,4 +1,5 @@
-"""A sweep parameter's value as the lab file writes it, wherever netrig shows one."""
+"""Values as netrig writes them for people: a sweep parameter's as the lab file writes it,
+and a count with its noun."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ def render(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """'1 lab build', '2 lab builds', '0 processes' (plural: when not word + 's')."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"

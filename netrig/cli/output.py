@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from netrig.base.values import counted  # noqa: F401  (the commands import it from here)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -64,11 +66,6 @@ def fail(message: str, code: int) -> NoReturn:
 
     err_console.print(f"[bold red]netrig:[/] {escape(message)}", soft_wrap=True)
     sys.exit(code)
-
-
-def counted(count: int, word: str, plural: str | None = None) -> str:
-    """'1 lab build', '2 lab builds', '0 processes' (plural: when not word + 's')."""
-    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 def store_exit_code(error: Exception) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from netrig.base import stopsignals
+from netrig.base.values import counted
 from netrig.lab import netns, nlwire
 from netrig.lab.ledger import Ledger
 from netrig.plan.model import LabPlan, LinkPlan, NodePlan
@@ -113,10 +114,10 @@ def build(
     nodes = plan.namespace_nodes()
     _record_names(plan.name, nodes, ledger)
 
-    say(f"creating {len(nodes)} namespaces")
+    say(f"creating {counted(len(nodes), 'namespace')}")
     _create_namespaces(plan, nodes, ledger.state_dir, spare)
     t.namespaces = time.perf_counter() - start
-    say(f"creating {len(plan.links)} links")
+    say(f"creating {counted(len(plan.links), 'link')}")
     mark = time.perf_counter()
     # the veth pairs are one batch, the kernel's work: this thread waits in the kernel
     # without the GIL, and a helper takes the routes over from their planner (a forked

@@ -353,7 +353,12 @@ class Routing(BaseModel):
     def _protocol_alone(cls, data: Any) -> Any:
         """`routing: ospf` is `routing: {protocol: ospf}` (pydantic had answered "Input
         should be a valid dictionary or instance of Routing")."""
-        return {"protocol": data} if isinstance(data, str) else data
+        if isinstance(data, str):
+            return {"protocol": data}
+        if not isinstance(data, dict | Routing):
+            raise ValueError(f"routing: a protocol's name (routing: ospf) or a mapping (routing: "
+                             f"{{protocol: ospf, …}}), not {data!r}")
+        return data
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

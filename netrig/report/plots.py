@@ -28,6 +28,7 @@ from matplotlib.lines import Line2D
 from numpy.typing import ArrayLike
 
 from netrig.base.scale import axis_label, display_scale
+from netrig.base.values import counted
 from netrig.stats.stored import (
     Group,
     MetricRef,
@@ -263,7 +264,7 @@ def _failed_legend(ax: Any, group: Group) -> None:
         marker="x",
         markeredgewidth=2.5,
         color=FAILED_COLOR,
-        label=f"{group.label}: failed ({len(group.failed)} runs)",
+        label=f"{group.label}: failed ({counted(len(group.failed), 'run')})",
         gid=FAILED_GID,
     )
 

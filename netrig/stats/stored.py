@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -241,7 +242,8 @@ def find(store: ResultStore, ref: str | int) -> ExperimentRecord:
         names = sorted({e.name for e in store.experiments()})
         known = ", ".join(names[:SHOWN]) or "none"
         if len(names) > SHOWN:  # the list is cut: say so, and by how much
-            known += f", … and {len(names) - SHOWN} more (`netrig results list`)"
+            listing = shlex.join(["netrig", "results", "list", "--db", str(store.path)])
+            known += f", … and {len(names) - SHOWN} more (`{listing}`)"
         raise SelectionError(f"no experiment {ref!r} in {store.path}; experiments: {known}")
     return found
 

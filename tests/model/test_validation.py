@@ -522,6 +522,10 @@ def test_routing_may_name_its_protocol_alone() -> None:
     assert problems("name: r\ntopology: {kind: pair}\nrouting: nosuch\n")[0].startswith(
         "lab.yaml:3:10: "
     )
+    assert problems("name: r\ntopology: {kind: pair}\nrouting: 5\n") == [
+        "lab.yaml:3:10: routing: a protocol's name (routing: ospf) or a mapping (routing: "
+        "{protocol: ospf, …}), not 5"
+    ]
 
 
 def test_an_experiment_key_misspelt_in_a_lab_file_is_pointed_at() -> None:

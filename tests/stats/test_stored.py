@@ -239,5 +239,7 @@ def test_an_unknown_name_lists_ten_names_and_says_how_many_more(tmp_path: Path) 
         with pytest.raises(SelectionError) as missing:
             load(s, "nope")
     said = str(missing.value)
-    assert "experiments: e00, e01," in said and "e09, … and 3 more (`netrig results list`)" in said
+    db = tmp_path / "r.db"
+    assert "experiments: e00, e01," in said
+    assert f"e09, … and 3 more (`netrig results list --db {db}`)" in said
     assert "e10" not in said
