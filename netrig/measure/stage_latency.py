@@ -54,7 +54,7 @@ from netrig.measure import (
 )
 from netrig.model.models import IfName, NodeName, Seconds
 from netrig.native import compile as native_compile
-from netrig.plan.firewall import FirewallPlan
+from netrig.plan.firewall import VETH_XDP_MAX_MTU, FirewallPlan
 from netrig.plan.model import LabPlan
 
 READY_TIMEOUT = 5.0  # seconds for the receiver to attach and bind
@@ -96,9 +96,18 @@ class StageLatency(Measurement[StageLatencyOptions]):
         if o.sender == o.receiver:
             return [(("receiver",), "sender and receiver are the same node")]
         try:
-            receiving_iface(plan, o)
+            name = receiving_iface(plan, o)
         except KeyError as exc:
             return [(("iface",), str(exc.args[0]))]
+        node = plan.node(o.receiver)
+        iface = node.iface(name)
+        mtu = plan.links[iface.link].mtu or 1500
+        fw = FirewallPlan.from_dict(node.firewall) if node.firewall else None
+        skb = fw is not None and fw.engine == "xdp" and fw.xdp_mode == "skb"  # (see above)
+        if mtu > VETH_XDP_MAX_MTU and not skb:  # "the XDP receiver did not start", at run time
+            return [(("receiver",), (
+                f"{o.receiver}:{name} has an MTU of {mtu}; the XDP stamp attaches in native "
+                f"mode, which a veth takes up to MTU {VETH_XDP_MAX_MTU}: lower the link's mtu"))]
         return []
 
     def timeout(self, options: StageLatencyOptions) -> float:

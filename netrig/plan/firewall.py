@@ -14,6 +14,10 @@ from netrig.plan.model import NodePlan
 
 # fillers' sources: 240.0.0.0/4 is reserved (never assigned); for IPv6 a documentation range
 # (RFC 9637) that a lab may not use when it has fillers (refused at file:line)
+# the largest MTU a veth takes native XDP at (kernel 6.x, 4 KiB pages: one page less XDP's
+# headroom and skb_shared_info, less the Ethernet header); 3507 gave "Numerical result out
+# of range" at attach, and a 9000 link failed `up` after validate had said ok
+VETH_XDP_MAX_MTU = 3506
 FILLER_BASE = {4: ip_address("240.0.0.1"), 6: ip_address("3fff:ff0::1")}
 FILLER_RANGE = {4: ip_network("240.0.0.0/4"), 6: ip_network("3fff:ff0::/32")}
 
@@ -138,6 +142,13 @@ def resolve(graph: LabGraph, nodes: dict[str, NodePlan], problems: list[Problem]
             rules.append((rule.action, str(net)))
         if fw.filler_rules:
             _refuse_filler_addresses(graph.where((*path, "filler_rules")), nodes, problems)
+        if fw.engine == "xdp" and fw.xdp_mode == "native":
+            big = [i for i in nodes[name].ifaces if _mtu(graph, i.link) > VETH_XDP_MAX_MTU]
+            if big:
+                problems.append(Problem(graph.where((*path, "engine")), (
+                    f"native XDP on a veth takes an MTU of at most {VETH_XDP_MAX_MTU}; "
+                    f"{name}:{big[0].name} has {_mtu(graph, big[0].link)}: lower the link's "
+                    "mtu, or xdp_mode: skb")))  # fmt: skip
         plan = FirewallPlan(fw.engine, fw.filler_rules, rules, fw.xdp_mode)
         nodes[name].firewall = asdict(plan)
 
@@ -167,3 +178,8 @@ def _host_prefixes(node: NodePlan) -> list[str]:
         addr = ip_interface(cidr)
         out.append(f"{addr.ip}/{addr.max_prefixlen}")
     return out
+
+
+def _mtu(graph: LabGraph, link: int) -> int:
+    """A link's MTU as the file gives it (1500 when it gives none)."""
+    return graph.links[link].attrs.mtu or 1500

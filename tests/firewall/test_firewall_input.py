@@ -161,3 +161,37 @@ def test_a_rule_naming_a_node_without_an_address_is_refused(
     assert done.returncode == 2
     assert f"{path}:5:" in done.stderr and f"n1s has no address of its own to match ({why})" in (
         done.stderr), done.stderr
+
+
+def test_native_xdp_on_a_link_above_a_veth_s_xdp_mtu_is_refused(tmp_path: Path) -> None:
+    """A 9000 link with an xdp firewall (or the XDP stamp of stage_latency) had validated
+    ok and failed at attach ("Peer MTU is too large to set XDP")."""
+    env = {**os.environ, "NETRIG_PLAN_CACHE": "off"}
+    firewall = ("name: t\ntopology: {{kind: pair}}\nlink_defaults: {{mtu: {mtu}}}\nnodes: [{{name:"
+                " n2, firewall: {{engine: xdp, {mode}rules: [{{src: 203.0.113.0/24}}]}}}}]\n")
+    stamp = ("name: t\ntopology: {{kind: pair}}\nlink_defaults: {{mtu: {mtu}}}\n"
+             "measure: [{{stage_latency: {{sender: n1, receiver: n2, count: 10}}}}]\n")
+    for text, said in ((firewall, "native XDP on a veth takes an MTU of at most 3506; n2:eth0 "
+                                  "has 9000: lower the link's mtu, or xdp_mode: skb"),
+                       (stamp, "n2:eth0 has an MTU of 9000; the XDP stamp attaches in native "
+                               "mode, which a veth takes up to MTU 3506")):  # fmt: skip
+        path = tmp_path / "x.yaml"
+        path.write_text(text.format(mtu=9000, mode=""))
+        done = netrig_cli("validate", str(path), env=env)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        path.write_text(text.format(mtu=3506, mode=""))
+        assert netrig_cli("validate", str(path), env=env).returncode == 0
+    path.write_text(firewall.format(mtu=9000, mode="xdp_mode: skb, "))
+    assert netrig_cli("validate", str(path), env=env).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to build the lab")
+def test_a_veth_takes_native_xdp_up_to_the_mtu_validate_allows(make_lab) -> None:  # type: ignore[no-untyped-def]
+    """The limit VETH_XDP_MAX_MTU is this kernel's: at 3506 the filter attaches natively."""
+    from netrig.plan.firewall import VETH_XDP_MAX_MTU
+
+    lab = make_lab({"topology": {"kind": "pair"}, "link_defaults": {"mtu": VETH_XDP_MAX_MTU},
+                    "nodes": [{"name": "n2", "firewall": {"engine": "xdp",
+                                                          "rules": [{"src": "203.0.113.0/24"}]}}]})  # fmt: skip
+    shown = lab.exec("n2", ["ip", "-d", "link", "show", "eth0"], capture_output=True).stdout
+    assert f"mtu {VETH_XDP_MAX_MTU}" in shown and "prog/xdp" in shown, shown
