@@ -254,3 +254,18 @@ def test_protocol_examples_validate_as_experiments_and_their_lab_part_as_a_lab(n
     assert all(p.plan.protocol == protocol for p in exp.points)
     lab_part = path.read_text().split("\nmeasure:")[0]  # what the comments tell users to `up`
     assert load_text(lab_part, name).protocol.name == protocol
+
+
+def test_ospf_on_a_switch_s_segment_elects_its_dr_after_two_seconds() -> None:
+    """BIRD waits 4 hellos (40 s) before electing a segment's DR: a switched lab of three
+    routers had not converged within 60 s."""
+    plan = plan_of({
+        "nodes": [{"name": "s1", "kind": "switch"}, {"name": "r1"}, {"name": "r2"}],
+        "links": [{"a": "r1", "b": "s1"}, {"a": "r2", "b": "s1"}, {"a": "r1", "b": "r2"}],
+        "routing": {"protocol": "ospf"},
+    })  # fmt: skip
+    conf = make("ospf", {}).config(fake_lab(plan), "r1")  # type: ignore[attr-defined]
+    to_s1 = next(i.name for i in plan.node("r1").ifaces if i.peer == "s1")
+    to_r2 = next(i.name for i in plan.node("r1").ifaces if i.peer == "r2")
+    assert f'interface "{to_s1}" {{ type broadcast; cost 1; hello 10; wait 2; }};' in conf
+    assert f'interface "{to_r2}" {{ type ptp; cost 1; hello 10; }};' in conf
