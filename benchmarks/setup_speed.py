@@ -4,8 +4,8 @@ Issue 12's goals, each printed as a ratio with its goal and whether it is met:
 
 - the 100-node routed ring (addresses + static routes), `netrig up` wall clock with Python
   start-up and its default check, against the iproute2-batch build that checks nothing
-  (../shared/reference/ipbatch_ring.py: at least as fast) and seed 000's script
-  (../shared/reference/seed000_ring.sh: >= 20x); `netrig up --no-check` >= 2x ipbatch;
+  (benchmarks/reference/ipbatch_ring.py, a copy of the project's shared/reference/: at least as fast) and seed 000's script
+  (benchmarks/reference/seed000_ring.sh: >= 20x); `netrig up --no-check` >= 2x ipbatch;
 - with --full: a 1000-node ring up with its check <= 3 s, and a 10,000-node lab (a 100x100
   grid, `check: sample`) up <= 60 s and <= 2 GB peak RSS.
 

@@ -116,8 +116,8 @@ def plot_command(
 
     \b
       netrig plot ring --x hops --y throughput --group routing -o hops.png
-      netrig plot ring --kind box --x hops --y rtt -o rtt.svg
-      netrig plot ring --kind cdf --y rtt --where hops=5 -o rtt-cdf.pdf
+      netrig plot ring --kind box --x hops --y rtt_avg -o rtt.svg
+      netrig plot ring --kind cdf --y rtt_avg --where hops=5 -o rtt-cdf.pdf
       netrig plot ring --kind timeseries --y throughput --median -o during.png
 
     Values are shown in a readable unit (Gbit/s, Mpps, ms, µs). A sweep point

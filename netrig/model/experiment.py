@@ -245,6 +245,10 @@ def load_experiment_model(
     name: str | None = None,
 ) -> ExperimentModel:
     """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong."""
+    if path.endswith(".py"):  # it had been read as YAML: "did not find expected <document start>"
+        raise SpecError([Problem(path, "a Mininet topology is a lab file (`netrig up` builds "
+                                       "it); an experiment names it with `lab: FILE` beside "
+                                       "`measure:`")])  # fmt: skip
     try:
         text = yamlmarks.read_text(path)
     except OSError as exc:
@@ -277,7 +281,9 @@ def load_experiment_model_text(
                 Problem(
                     doc.where(()),
                     "an experiment needs `measure:`, a list of measurements "
-                    "such as `- iperf3: {client: n1, server: n2}`",
+                    "such as `- iperf3: {client: n1, server: n2}`"
+                    + ("; this is a lab file (`netrig up` builds it; an experiment names it "
+                       "with `lab: FILE`)" if not keys_data else ""),
                 )
             ]
         raise SpecError(problems) from None

@@ -418,3 +418,19 @@ def test_a_sweep_value_that_is_a_list_is_said_plainly() -> None:
         assert said == ["exp.yaml:3:7: vary: bk: ['n1'] is a list; a sweep value is one number, "
                         "word or true/false (a list of points, vary: [{a: 1, b: x}, …], sets "
                         "several parameters at once)"], said  # fmt: skip
+
+
+def test_a_lab_file_given_to_run_is_said_to_be_one() -> None:
+    """`netrig run mininet-bw.py` had said "YAML syntax error: did not find expected
+    <document start>"; a netrig lab file only that it lacked `measure:`."""
+    from netrig.model.experiment import load_experiment_model
+
+    with pytest.raises(SpecError) as mininet:
+        load_experiment_model("examples/mininet-bw.py")
+    assert str(mininet.value) == (
+        "examples/mininet-bw.py: a Mininet topology is a lab file (`netrig up` builds it); an "
+        "experiment names it with `lab: FILE` beside `measure:`")  # fmt: skip
+    with pytest.raises(SpecError) as lab:
+        load_experiment_model("examples/ring16.yaml")
+    assert str(lab.value).endswith("; this is a lab file (`netrig up` builds it; an experiment "
+                                   "names it with `lab: FILE`)")  # fmt: skip
