@@ -102,8 +102,10 @@ def up(
         lab = _lab_of(file, name, topo, up_next=not cluster, found=found)
 
         def progress(msg: str) -> None:
-            if not quiet:
-                err_console.print(f"[dim]… {msg}[/]")
+            if msg.startswith("warning:"):  # what will not work as written: -q hid it
+                err_console.print(msg, soft_wrap=True, style="yellow", markup=False)
+            elif not quiet:
+                err_console.print(f"… {msg}", style="dim", markup=False)
 
         if cluster:
             _up_on_cluster(lab.plan, file, cluster, not no_check, progress)
