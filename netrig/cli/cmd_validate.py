@@ -45,7 +45,11 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
         try:
             _validate_file(file, sets, topo, alone=len(files) == 1)
         except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
+            if isinstance(done.code, str):  # a message Python would print, and exit 1
+                click.echo(done.code, err=True)
+            code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+            if code == 0:
+                continue
             if code not in (EXIT_FAILURE, EXIT_BAD_INPUT):  # Ctrl-C (130): stop here
                 raise
             worst = max(worst, code)

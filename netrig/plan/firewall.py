@@ -57,15 +57,24 @@ class FirewallPlan:
         """Rules installed, both families: fillers of each plus the written rules."""
         return 2 * self.filler_rules + len(self.rules)
 
+    def dropped(self, addresses: set[str]) -> set[str]:
+        """Those of `addresses` a packet from which is dropped (drops() for each, the
+        rules read once)."""
+        rules = [(action, ip_network(cidr)) for action, cidr in self.rules]
+        out = set()
+        for addr in addresses:
+            ip = ip_address(addr)
+            for action, net in rules:
+                if net.version == ip.version and ip in net:
+                    if action == "drop":
+                        out.add(addr)
+                    break
+        return out
+
     def drops(self, addr: str) -> bool:
         """Whether a packet from `addr` is dropped: the first written rule that matches
         decides, as in every engine (fillers are left out: they never match a lab address)."""
-        ip = ip_address(addr)
-        for action, cidr in self.rules:
-            net = ip_network(cidr)
-            if net.version == ip.version and ip in net:
-                return action == "drop"
-        return False
+        return bool(self.dropped({addr}))
 
 
 def trie_entries(rules: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -13,7 +13,6 @@ at the file:line that asks for it, before anything is created.
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -257,16 +256,15 @@ def host_needs(
             needs.append(
                 (("firewall", engine), where((*node_path(name), "firewall", "engine")), "")
             )
-        bound = {os.path.basename(str(inside)) for _source, inside, _ro in node.binds}
         lines: list[tuple[tuple[str | int, ...], list[str], str]] = [
             (("exec", j), argv, "exec line") for j, argv in enumerate(node.exec)
         ]
         lines += [(("cmd",), node.cmd, "cmd")] if node.cmd else []
         for place, argv, what in lines:
-            # a bare name, as the node would find it on PATH (one bound into the node, or
-            # given by path, is the node's own business): `up` had said "not found" after
-            # validate said ok
-            if argv and "/" not in argv[0] and argv[0] not in bound:
+            # a bare name is looked up on the host's PATH before the node is entered (one
+            # given by path is the node's own business, a bound one included): `up` had
+            # said "not found" after validate said ok
+            if argv and "/" not in argv[0]:
                 needs.append(
                     (
                         ("program", argv[0]),

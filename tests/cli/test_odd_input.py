@@ -248,7 +248,7 @@ def test_a_program_the_host_lacks_in_exec_or_cmd_is_refused_at_its_line(tmp_path
     lab = tmp_path / "pg.yaml"
     lab.write_text("name: t\ntopology: {kind: pair}\nnodes:\n  - {name: n1, cmd: 'no-such-program"
                    " --x', exec: ['nosuchprog x', 'ip addr']}\n  - {name: n2, exec: "
-                   "['mine --go'], binds: ['/bin/true:/usr/local/bin/mine']}\n")  # fmt: skip
+                   "['/usr/local/bin/mine --go'], binds: ['/bin/true:/usr/local/bin/mine']}\n")  # fmt: skip
     done = netrig_cli("validate", str(lab), env={**os.environ, "NETRIG_PLAN_CACHE": "off"})
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
@@ -256,7 +256,7 @@ def test_a_program_the_host_lacks_in_exec_or_cmd_is_refused_at_its_line(tmp_path
         "(nodes run the host's programs)",
         f"{lab}:4:21: n1: cmd no-such-program --x: 'no-such-program' is not on this host's "
         "PATH (nodes run the host's programs)",
-    ]  # (n2's program is bound into it: the node's own business)
+    ]  # (n2's, given by path and bound into it, is the node's own business)
 
 
 def test_an_experiment_file_s_host_refusals_keep_their_lines(tmp_path: Path) -> None:

@@ -86,3 +86,18 @@ def test_an_accept_before_a_drop_is_still_checked(make_lab: Callable[..., Lab]) 
     result = lab.check_result
     assert result is not None and result.ok
     assert (result.pairs, result.blocked) == (4, 0)
+
+
+def test_a_firewall_on_the_least_cost_path_counts_where_the_fewest_hops_do_not() -> None:
+    """A ring of 4 whose n1–n2 link costs 10: n1 reaches n2 through n4, whose firewall drops
+    n1. The pair had been kept (hops, not costs, decided the path) and `up` failed."""
+    from netrig.rig.prepare import load_text, plan_lab
+
+    plan = plan_lab(load_text(
+        "name: c\ntopology: {kind: ring, nodes: 4}\nlinks: [{a: n1, b: n2, cost: 10}]\n"
+        "nodes: [{name: n4, firewall: {engine: iptables, rules: [{src: n1}]}}]\n"))  # fmt: skip
+    kept = check.prepare(plan, "all").pairs
+    assert kept is not None
+    assert not [p for p in kept if {p[0], p[1]} == {"n1", "n2"}]  # through n4: dropped
+    assert [p for p in kept if {p[0], p[1]} == {"n2", "n3"}]  # n2–n3 does not pass n4
+    assert not [p for p in kept if "n1" in p[:2] and "n4" in p[:2]]

