@@ -228,10 +228,9 @@ def test_a_missing_generator_names_its_package_before_anything_exists(
     assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
 
 
-def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: str) -> None:
-    """A cut on the path stops the sink's count when the cut happens: t of the per-interval
-    rx_pps counts from the generator's start (the runner's mark), not from the first frame
-    to arrive, which had put the drop 0.05–0.25 s before the event."""
+def cut_during_pps(tmp_path: Path, lab_name: str, link: str) -> list[tuple[str, Sample]]:
+    """The stored samples of one run of a chain of 3: netrig_gen paced at 10 kpps from n1
+    to n3 for 3 s, `link` down at 1 s and up at 2 s (the run must succeed)."""
     path = write(
         tmp_path,
         f"""\
@@ -239,7 +238,7 @@ def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: 
         topology: {{kind: chain, nodes: 3}}
         measure:
           - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
-        events: [link n2-n3 down @ 1s, link n2-n3 up @ 2s]
+        events: [link {link} down @ 1s, link {link} up @ 2s]
         """,
     )
     db = str(tmp_path / "r.db")
@@ -247,7 +246,15 @@ def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: 
     assert done.returncode == 0, done.stderr[-3000:]
     with ResultStore(db) as store:
         ((run,),) = [store.runs(e.id) for e in store.experiments()]
-        samples = [(m, s) for m, s in store.samples(run.id)]
+        assert run.status == "ok", run.reason
+        return list(store.samples(run.id))
+
+
+def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: str) -> None:
+    """A cut on the path stops the sink's count when the cut happens: t of the per-interval
+    rx_pps counts from the generator's start (the runner's mark), not from the first frame
+    to arrive, which had put the drop 0.05–0.25 s before the event."""
+    samples = cut_during_pps(tmp_path, lab_name, "n2-n3")
     at = {s.stream: s.value for m, s in samples if m == "events" and s.metric == "event_at"}
     down, up = at["link n2-n3 down @ 1s"], at["link n2-n3 up @ 2s"]
     rates = sorted((s.t, s.value) for m, s in samples if m == "pps" and s.t is not None)
@@ -273,23 +280,7 @@ def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_n
     """`link n1-n2 down` on the sender's link: its sends fail with ENETDOWN for that second,
     which had ended netrig_gen ("Network is down") and failed the run. They are refused
     frames now, and the frames due after `up` go out and arrive."""
-    path = write(
-        tmp_path,
-        f"""\
-        name: {lab_name}
-        topology: {{kind: chain, nodes: 3}}
-        measure:
-          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
-        events: [link n1-n2 down @ 1s, link n1-n2 up @ 2s]
-        """,
-    )
-    db = str(tmp_path / "r.db")
-    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with ResultStore(db) as store:
-        ((run,),) = [store.runs(e.id) for e in store.experiments()]
-        assert run.status == "ok", run.reason
-        samples = [s for m, s in store.samples(run.id) if m == "pps"]
+    samples = [s for m, s in cut_during_pps(tmp_path, lab_name, "n1-n2") if m == "pps"]
     values = {s.metric: s.value for s in samples if s.t is None and not s.stream}
     assert values["tx_packets"] + values["tx_refused"] == pytest.approx(30000, rel=0.01)
     assert values["tx_refused"] == pytest.approx(10000, rel=0.1)  # the second it was down
