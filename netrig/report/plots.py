@@ -36,6 +36,7 @@ from netrig.stats.stored import (
     SelectionError,
     StoredExperiment,
     collect,
+    facets,
     maximum,
     mean_ci,
     median,
@@ -114,7 +115,7 @@ def _say_when_empty(ax: Any, data: StoredExperiment, metric: MetricRef, req: Plo
         if run_series(data, metric, req.filters):
             return
         failed = sum(r.run.failed_for(metric.measurement) for r in data.runs
-                     if point_matches(r.run.point, req.filters))  # fmt: skip
+                     if point_matches(facets(r.run), req.filters))  # fmt: skip (host too)
     else:
         groups = collect(data, metric, filters=req.filters, kind=_kind(data, metric, req))
         if any(g.values for g in groups):

@@ -215,7 +215,7 @@ class StoredExperiment:
         them all: a plot of nothing had been an empty picture and exit 0 (`stat` and
         `compare` said so). The message lists the values each filtered parameter has."""
         self.check_params([name for name, _ in filters])
-        if not filters or any(point_matches(_facets(r.run), filters) for r in self.runs):
+        if not filters or any(point_matches(facets(r.run), filters) for r in self.runs):
             return
         wanted = ",".join(f"{name}={text}" for name, text in filters)
         has = "; ".join(
@@ -339,7 +339,7 @@ class Group:
         return dict(self.key).get(param)
 
 
-def _facets(run: Run) -> dict[str, Any]:
+def facets(run: Run) -> dict[str, Any]:
     """What a filter can match in a run: its sweep point, and its cluster host if any."""
     return {**run.point, "host": run.host} if run.host else run.point
 
@@ -380,15 +380,15 @@ def collect(
     groups: dict[GroupKey, Group] = {}
     for r in data.runs:
         point = r.run.point
-        facets = _facets(r.run)
-        if not point_matches(facets, filters):
+        matched = facets(r.run)
+        if not point_matches(matched, filters):
             continue
         if by is None:
             key: GroupKey = tuple(point.items())
         elif list(by) == ["host"]:
             key = (*point.items(), ("host", r.run.host))
         else:
-            key = tuple((name, facets.get(name)) for name in by)
+            key = tuple((name, matched.get(name)) for name in by)
         group = groups.setdefault(key, Group(key))
         if r.run.counts_for(metric.measurement):
             values = _metric_values(r, metric, kind)
@@ -433,7 +433,7 @@ def run_series(
     data.check_params([name for name, _ in filters])
     out = []
     for r in data.runs:
-        if not point_matches(_facets(r.run), filters):
+        if not point_matches(facets(r.run), filters):
             continue
         pairs = sorted(
             (s.t, s.value)

@@ -412,3 +412,4 @@ def test_timeseries_breaks_its_line_where_probes_were_lost(tmp_path: Path) -> No
     assert x[gap - 1] == pytest.approx(0.29) and x[gap + 1] == pytest.approx(0.70)
     assert broken.get_marker() in ("None", None, "")  # a line: no dots
     assert lone.get_marker() == "." and list(lone.get_xdata()) == [0.5]
+
