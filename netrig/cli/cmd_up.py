@@ -216,10 +216,9 @@ def _lab_of(
         if found is not None:
             return Lab.from_lookup(found, up_next=up_next)
         return Lab.from_lab_file(file, name, topo, up_next=up_next)
-    point = prepare.load_experiment(file, name=name).points[0]
+    point = prepare.first_point(file, name)
     if point.values:
         err_console.print(f"[dim]experiment file: the lab of its first point ({point.label})[/]")
-    point.plan.source_file = os.path.abspath(file)
     return Lab(point.plan)
 
 

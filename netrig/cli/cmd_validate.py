@@ -16,6 +16,7 @@ from netrig.cli.common import (
     reports_errors,
     without_collector,
 )
+from netrig.cli.ending import exit_status
 from netrig.cli.group import cli
 
 if TYPE_CHECKING:
@@ -45,9 +46,7 @@ def validate(files: tuple[str, ...], overrides: tuple[str, ...], topo: str | Non
         try:
             _validate_file(file, sets, topo, alone=len(files) == 1)
         except SystemExit as done:
-            if isinstance(done.code, str):  # a message Python would print, and exit 1
-                click.echo(done.code, err=True)
-            code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+            code = exit_status(done.code)
             if code == 0:
                 continue
             if code not in (EXIT_FAILURE, EXIT_BAD_INPUT):  # Ctrl-C (130): stop here

@@ -85,15 +85,20 @@ def leave(code: object) -> None:
     close the databases, see base.sqlitefile.track), the output is flushed, then os._exit."""
     import atexit
 
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:  # SystemExit("message"): Python prints it and exits 1
-        sys.stderr.write(f"{code}\n")
-        status = 1
+    status = exit_status(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # e.g. a closed pipe: Python ignores it too
             stream.flush()
     os._exit(status)
+
+
+def exit_status(code: object) -> int:
+    """A SystemExit's code as the process's status, as Python gives it: None is 0, a
+    message (written to stderr here, as Python would) 1."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1

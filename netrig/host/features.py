@@ -151,7 +151,7 @@ def feature(
     name: str,
     title: str,
     *,
-    impact: str,
+    impact: str = "",
     config: str = "",
     module: str = "",
     tool: str = "",
@@ -159,7 +159,12 @@ def feature(
     fix: str = "",
     used: bool = True,
 ) -> Callable[[ProbeFn], ProbeFn]:
-    """Register a probe under NAME; the table shows features in registration order."""
+    """Register a probe under NAME; the table shows features in registration order. A
+    feature no lab file asks for (used=False) says so as its impact; any other names its
+    own."""
+    if not impact and used:
+        raise ValueError(f"feature probe {name!r}: say what netrig cannot do without it")
+    impact = impact or UNUSED
 
     def register(fn: ProbeFn) -> ProbeFn:
         if name in FEATURES:
@@ -603,7 +608,7 @@ NFPROTO_IPV4 = 2
 
 
 @feature("ipset", "ipset (hash:ip)", config="CONFIG_IP_SET_HASH_IP", module="ip_set_hash_ip",
-         impact=UNUSED, used=False)
+         used=False)
 def _ipset(ns: Scratch) -> Outcome:
     """Create and list a hash:ip set over nfnetlink (no ipset tool needed)."""
     nfgen = struct.pack("=BBH", socket.AF_INET, 0, 0)
@@ -655,7 +660,7 @@ AF_MPLS = 28
 
 
 @feature("mpls", "MPLS forwarding", config="CONFIG_MPLS_ROUTING", module="mpls_router",
-         impact=UNUSED, used=False)
+         used=False)
 def _mpls(ns: Scratch) -> Outcome:
     """Enable labels (a per-namespace sysctl that exists only with MPLS routing), add a route."""
     try:
@@ -674,7 +679,7 @@ def _mpls(ns: Scratch) -> Outcome:
 
 
 @feature("vrf", "VRF devices", config="CONFIG_NET_VRF", module="vrf",
-         impact=UNUSED, used=False)
+         used=False)
 def _vrf(ns: Scratch) -> Outcome:
     return _link_kind(ns, "vrf", attr_u32(1, 100))  # IFLA_VRF_TABLE
 
@@ -683,7 +688,7 @@ def _vrf(ns: Scratch) -> Outcome:
 
 
 @feature("htb", "HTB qdisc", config="CONFIG_NET_SCH_HTB", module="sch_htb",
-         impact=UNUSED, used=False)
+         used=False)
 def _htb(ns: Scratch) -> Outcome:
     return _qdisc(ns, "htb", default=0x10)
 
@@ -701,19 +706,19 @@ def _netem(ns: Scratch) -> Outcome:
 
 
 @feature("fq", "fq qdisc", config="CONFIG_NET_SCH_FQ", module="sch_fq",
-         impact=UNUSED, used=False)
+         used=False)
 def _fq(ns: Scratch) -> Outcome:
     return _qdisc(ns, "fq")
 
 
 @feature("fq_codel", "fq_codel qdisc", config="CONFIG_NET_SCH_FQ_CODEL", module="sch_fq_codel",
-         impact=UNUSED, used=False)
+         used=False)
 def _fq_codel(ns: Scratch) -> Outcome:
     return _qdisc(ns, "fq_codel")
 
 
 @feature("ifb", "ifb (ingress shaping)", config="CONFIG_IFB", module="ifb",
-         impact=UNUSED, used=False)
+         used=False)
 def _ifb(ns: Scratch) -> Outcome:
     return _link_kind(ns, "ifb")
 
@@ -729,49 +734,49 @@ def _vxlan(ns: Scratch) -> Outcome:
 
 
 @feature("macvlan", "macvlan", config="CONFIG_MACVLAN", module="macvlan",
-         impact=UNUSED, used=False)
+         used=False)
 def _macvlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "macvlan", attr_u32(1, 4), lower=True)  # IFLA_MACVLAN_MODE bridge
 
 
 @feature("ipvlan", "ipvlan", config="CONFIG_IPVLAN", module="ipvlan",
-         impact=UNUSED, used=False)
+         used=False)
 def _ipvlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "ipvlan", attr(1, struct.pack("=H", 0)), lower=True)  # mode l2
 
 
 @feature("dummy", "dummy interfaces", config="CONFIG_DUMMY", module="dummy",
-         impact=UNUSED, used=False)
+         used=False)
 def _dummy(ns: Scratch) -> Outcome:
     return _link_kind(ns, "dummy")
 
 
 @feature("vlan", "802.1Q VLAN", config="CONFIG_VLAN_8021Q", module="8021q",
-         impact=UNUSED, used=False)
+         used=False)
 def _vlan(ns: Scratch) -> Outcome:
     return _link_kind(ns, "vlan", attr(1, struct.pack("=H", 10)), lower=True)  # IFLA_VLAN_ID
 
 
 @feature("bonding", "bonding", config="CONFIG_BONDING", module="bonding",
-         impact=UNUSED, used=False)
+         used=False)
 def _bonding(ns: Scratch) -> Outcome:
     return _link_kind(ns, "bond")
 
 
 @feature("wireguard", "WireGuard", config="CONFIG_WIREGUARD", module="wireguard",
-         impact=UNUSED, used=False)
+         used=False)
 def _wireguard(ns: Scratch) -> Outcome:
     return _link_kind(ns, "wireguard")
 
 
 @feature("gre", "GRE tunnels", config="CONFIG_NET_IPGRE", module="ip_gre",
-         impact=UNUSED, used=False)
+         used=False)
 def _gre(ns: Scratch) -> Outcome:
     return _link_kind(ns, "gre")
 
 
 @feature("geneve", "Geneve tunnels", config="CONFIG_GENEVE", module="geneve",
-         impact=UNUSED, used=False)
+         used=False)
 def _geneve(ns: Scratch) -> Outcome:
     data = attr_u32(1, 42) + attr(2, bytes([192, 0, 2, 1]))  # IFLA_GENEVE_ID, _REMOTE
     return _link_kind(ns, "geneve", data)
@@ -793,7 +798,7 @@ def _openvswitch(ns: Scratch) -> Outcome:
 
 
 @feature("ipvs", "IPVS load balancer", config="CONFIG_IP_VS", module="ip_vs",
-         impact=UNUSED, used=False)
+         used=False)
 def _ipvs(ns: Scratch) -> Outcome:
     return _genl("IPVS")
 
@@ -812,7 +817,7 @@ def _af_packet(ns: Scratch) -> Outcome:
 
 
 @feature("pktgen", "pktgen", config="CONFIG_NET_PKTGEN", module="pktgen",
-         impact=UNUSED, used=False)
+         used=False)
 def _pktgen(ns: Scratch) -> Outcome:
     ctl = "/proc/thread-self/net/pktgen/pgctrl"
     if not os.path.exists(ctl):

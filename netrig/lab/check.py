@@ -115,11 +115,15 @@ def unblocked(
                 walls.append((node, dropped))
     if not walls:
         return pairs
+    adjacent: dict[str, list[tuple[str, float]]] = {}
+    for link in plan.links:
+        adjacent.setdefault(link.a, []).append((link.b, float(link.cost)))
+        adjacent.setdefault(link.b, []).append((link.a, float(link.cost)))
     costs: dict[str, dict[str, float]] = {}
 
     def cost(src: str) -> dict[str, float]:
         if src not in costs:
-            costs[src] = _least_costs(plan, src)
+            costs[src] = _least_costs(adjacent, src)
         return costs[src]
 
     def on_path(src: str, via: str, dst: str) -> bool:
@@ -147,15 +151,11 @@ def unblocked(
     return [p for p in pairs if not blocked(*p)]
 
 
-def _least_costs(plan: LabPlan, src: str) -> dict[str, float]:
+def _least_costs(adjacent: dict[str, list[tuple[str, float]]], src: str) -> dict[str, float]:
     """Least link-cost from src to every node (Dijkstra; a switch is a node whose ports
     cost their links' costs, as the routing plans them)."""
     import heapq
 
-    adjacent: dict[str, list[tuple[str, float]]] = {}
-    for link in plan.links:
-        adjacent.setdefault(link.a, []).append((link.b, float(link.cost)))
-        adjacent.setdefault(link.b, []).append((link.a, float(link.cost)))
     best = {src: 0.0}
     queue = [(0.0, src)]
     while queue:

@@ -47,19 +47,9 @@ def all_met(needs: list[Need]) -> bool:
     return all(lacking(need) is None for need in needs)
 
 
-PER_DEVICE = ("net.ipv4.conf.", "net.ipv6.conf.", "net.ipv4.neigh.", "net.ipv6.neigh.")
-
-
 def sysctl_path(key: str) -> str:
-    """The /proc/sys file of a net.* key as this kernel names its keys: a per-device key
-    (net.ipv4.conf.eth0.rp_filter) is looked up as its `default` one, since a lab's
-    devices are not the host's; a `*` matches anything (a key with one is not checked)."""
-    for prefix in PER_DEVICE:
-        if key.startswith(prefix):
-            device, _, rest = key.removeprefix(prefix).partition(".")
-            if device not in ("all", "default") and rest:
-                key = f"{prefix}default.{rest}"
-            break
+    """The /proc/sys file of a net.* key (a key of one device is refused by the model, so
+    every key here names the host's file too); a `*` matches anything: not checked."""
     if "*" in key:
         return "/proc/sys"
     return "/proc/sys/" + key.replace(".", "/")

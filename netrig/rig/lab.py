@@ -78,12 +78,10 @@ class Lab(LabRuntime):
         `lab.plan.cancel_routes()`). cache: use the plan an earlier `up` of the same file
         made, and remember this one once up (netrig.rig.plancache; what `netrig up` does).
         An experiment file gives the lab of its first sweep point, as `netrig up` does."""
-        from netrig.rig import prepare
+        from netrig.rig.prepare import first_point, is_experiment_file
 
-        if topo is None and prepare.is_experiment_file(path):
-            point = prepare.load_experiment(path, name=name).points[0]
-            point.plan.source_file = os.path.abspath(path)
-            return cls(point.plan)
+        if topo is None and is_experiment_file(path):
+            return cls(first_point(path, name).plan)
         return cls.from_lab_file(path, name, topo, up_next, cache)
 
     @classmethod
@@ -96,7 +94,7 @@ class Lab(LabRuntime):
         cache: bool = False,
     ) -> Lab:
         """from_file of a file known to be a lab file (read once: `netrig up` has looked)."""
-        from netrig.rig import prepare
+        from netrig.rig.prepare import plan_file
 
         if cache:
             from netrig.rig.plancache import lookup
@@ -104,7 +102,7 @@ class Lab(LabRuntime):
             found = lookup(path, name, topo)
             if found is not None:
                 return cls.from_lookup(found, up_next)
-        plan = prepare.plan_file(path, name, topo, defer_routes=up_next)
+        plan = plan_file(path, name, topo, defer_routes=up_next)
         plan.source_file = os.path.abspath(path)
         return cls(plan)
 

@@ -13,6 +13,7 @@ at the file:line that asks for it, before anything is created.
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from netrig.rig.hostneeds import Need, lacking
 if TYPE_CHECKING:
     from netrig.model.experiment import ExperimentModel
     from netrig.model.models import LabSpec
-    from netrig.plan.experiment import ExperimentPlan
+    from netrig.plan.experiment import ExperimentPlan, SweepPoint
 
 # Imported where they are used, not here: a lab file's `netrig validate` needs neither the
 # experiment model, the host's kernel features, Open vSwitch nor the plugin packages it
@@ -136,6 +137,14 @@ def load_experiment(
 
     model = load_experiment_model(path, overrides, repeat, name)
     return _checked(plan_experiment(model, catalog()), model)
+
+
+def first_point(path: str, name: str | None = None) -> SweepPoint:
+    """An experiment file's first sweep point, its plan marked as coming from the file:
+    the lab `netrig up` (and Lab.from_file) builds of an experiment file."""
+    point = load_experiment(path, name=name).points[0]
+    point.plan.source_file = os.path.abspath(path)
+    return point
 
 
 def load_experiment_text(
@@ -250,6 +259,7 @@ def host_needs(
         needs.append(
             (("ovs", "standalone" if standalone else ""), where(node_path(ovs_nodes[0].name)), "")
         )
+    named: set[str] = set()  # programs of exec lines and cmds, each needed once
     for name, node in plan.nodes.items():
         if node.firewall:
             engine = node.firewall["engine"]
@@ -263,8 +273,10 @@ def host_needs(
         for place, argv, what in lines:
             # a bare name is looked up on the host's PATH before the node is entered (one
             # given by path is the node's own business, a bound one included): `up` had
-            # said "not found" after validate said ok
-            if argv and "/" not in argv[0]:
+            # said "not found" after validate said ok. Once per program, at its first line:
+            # a remembered plan checks its needs at every `up` (an exported ring: 208 ip)
+            if argv and "/" not in argv[0] and argv[0] not in named:
+                named.add(argv[0])
                 needs.append(
                     (
                         ("program", argv[0]),

@@ -228,17 +228,19 @@ def test_a_missing_generator_names_its_package_before_anything_exists(
     assert [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")] == []
 
 
-def cut_during_pps(tmp_path: Path, lab_name: str, link: str) -> list[tuple[str, Sample]]:
+def pps_during(
+    tmp_path: Path, lab_name: str, events: str, duration: int = 3
+) -> list[tuple[str, Sample]]:
     """The stored samples of one run of a chain of 3: netrig_gen paced at 10 kpps from n1
-    to n3 for 3 s, `link` down at 1 s and up at 2 s (the run must succeed)."""
+    to n3 for `duration` s, with `events` (a YAML list; the run must succeed)."""
     path = write(
         tmp_path,
         f"""\
         name: {lab_name}
         topology: {{kind: chain, nodes: 3}}
         measure:
-          - pps: {{src: n1, dst: n3, generator: netrig, duration: 3, rate: 10kpps, interval: 0.1}}
-        events: [link {link} down @ 1s, link {link} up @ 2s]
+          - pps: {{src: n1, dst: n3, generator: netrig, duration: {duration}, rate: 10kpps, interval: 0.1}}
+        events: {events}
         """,
     )
     db = str(tmp_path / "r.db")
@@ -254,7 +256,7 @@ def test_interval_rates_are_on_the_timeline_of_events(tmp_path: Path, lab_name: 
     """A cut on the path stops the sink's count when the cut happens: t of the per-interval
     rx_pps counts from the generator's start (the runner's mark), not from the first frame
     to arrive, which had put the drop 0.05–0.25 s before the event."""
-    samples = cut_during_pps(tmp_path, lab_name, "n2-n3")
+    samples = pps_during(tmp_path, lab_name, "[link n2-n3 down @ 1s, link n2-n3 up @ 2s]")
     at = {s.stream: s.value for m, s in samples if m == "events" and s.metric == "event_at"}
     down, up = at["link n2-n3 down @ 1s"], at["link n2-n3 up @ 2s"]
     rates = sorted((s.t, s.value) for m, s in samples if m == "pps" and s.t is not None)
@@ -280,7 +282,8 @@ def test_netrig_gen_sends_on_through_a_cut_of_its_own_link(tmp_path: Path, lab_n
     """`link n1-n2 down` on the sender's link: its sends fail with ENETDOWN for that second,
     which had ended netrig_gen ("Network is down") and failed the run. They are refused
     frames now, and the frames due after `up` go out and arrive."""
-    samples = [s for m, s in cut_during_pps(tmp_path, lab_name, "n1-n2") if m == "pps"]
+    cut = "[link n1-n2 down @ 1s, link n1-n2 up @ 2s]"
+    samples = [s for m, s in pps_during(tmp_path, lab_name, cut) if m == "pps"]
     values = {s.metric: s.value for s in samples if s.t is None and not s.stream}
     assert values["tx_packets"] + values["tx_refused"] == pytest.approx(30000, rel=0.01)
     assert values["tx_refused"] == pytest.approx(10000, rel=0.1)  # the second it was down
@@ -315,23 +318,8 @@ def test_a_rate_on_the_senders_own_link_holds_the_generator_back(
 
 
 def test_a_rate_event_on_the_senders_link_slows_what_arrives(tmp_path: Path, lab_name: str) -> None:
-    path = write(
-        tmp_path,
-        f"""\
-        name: {lab_name}
-        topology: {{kind: chain, nodes: 3}}
-        measure:
-          - pps: {{src: n1, dst: n3, generator: netrig, duration: 2, rate: 10kpps, interval: 0.1}}
-        events: [link n1-n2 rate 1mbit @ 1s]
-        """,
-    )
-    db = str(tmp_path / "r.db")
-    done = netrig_cli("run", path, "--db", db, "--quiet", timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with ResultStore(db) as store:
-        ((run,),) = [store.runs(e.id) for e in store.experiments()]
-        rates = sorted((s.t, s.value) for m, s in store.samples(run.id)
-                       if m == "pps" and s.t is not None)  # fmt: skip
+    samples = pps_during(tmp_path, lab_name, "[link n1-n2 rate 1mbit @ 1s]", duration=2)
+    rates = sorted((s.t, s.value) for m, s in samples if m == "pps" and s.t is not None)
     before = [r for t, r in rates if 0.2 < t < 0.85]
     after = [r for t, r in rates if 1.2 < t < 1.85]
     assert before and sorted(before)[len(before) // 2] > 9000 and min(before) > 5000, rates
