@@ -1,7 +1,7 @@
 """The `netrig` command (`entry`) and `python -m netrig`.
 
-`netrig down LAB…` runs without click (netrig.cli.quick); every other command line goes to
-click's group (netrig.cli.group).
+`netrig down LAB…` and a plain `netrig up FILE` run without click (netrig.cli.quick); every
+other command line goes to click's group (netrig.cli.group).
 
 Before anything else is imported, `netrig up` with a command line run before starts making
 the namespaces it will need (netrig.rig.ahead), so the kernel works while Python imports
@@ -21,6 +21,8 @@ def entry() -> None:
 
         if quick.is_plain_down(sys.argv[1:]):
             quick.down(sys.argv[1:])
+        if (line := quick.plain_up(sys.argv[1:])) is not None:
+            quick.up(line, sys.argv[1:])
         from netrig.cli.group import main
 
         main()  # its own handler takes Ctrl-C once the command runs

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import signal
 import subprocess
 import sys
@@ -215,6 +216,74 @@ def test_down_with_an_option_or_no_name_is_click_s(argv: list[str]) -> None:
     assert ("Usage: netrig down" if quick[0] == 0 else "Error: ") in quick[1] + quick[2]
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["up", "f.yaml"], ("f.yaml", False, False, None)),
+        (["up", "-q", "--no-check", "f.yaml"], ("f.yaml", True, True, None)),
+        (["up", "f.yaml", "--quiet", "--name", "x1"], ("f.yaml", False, True, "x1")),
+        (["up", "--name=x1", "-q", "-q", "f.yaml"], ("f.yaml", False, True, "x1")),
+        (["up"], None),  # click's usage error
+        (["up", "a.yaml", "b.yaml"], None),
+        (["up", "f.yaml", "--help"], None),
+        (["up", "-h", "f.yaml"], None),
+        (["up", "--cluster", "tcp://h:1", "f.yaml"], None),
+        (["up", "--topo", "tree,2", "f.py"], None),
+        (["up", "--name", "f.yaml"], None),  # --name takes f.yaml: no FILE
+        (["up", "--name", "-q", "f.yaml"], None),
+        (["up", "--name=", "f.yaml"], None),
+        (["up", "--name", "a", "--name", "b", "f.yaml"], None),
+        (["up", "-qv", "f.yaml"], None),
+        (["up", "--", "f.yaml"], None),
+        (["up", "-"], None),
+        (["up", "."], None),  # a folder: click.Path says so
+        (["down", "f.yaml"], None),
+        (["validate", "f.yaml"], None),
+    ],
+)
+def test_a_plain_up_is_read_without_click(argv: list[str], line: object) -> None:
+    from netrig.cli import quick
+
+    assert quick.plain_up(argv) == line
+
+
+def _without_times(result: tuple[int, str, str]) -> tuple[int, str, str]:
+    """A run's output with its seconds left out (two builds take different times)."""
+    code, out, err = result
+    return code, re.sub(r"\d+\.\d+ s", "T s", out), re.sub(r"\d+\.\d+ s", "T s", err)
+
+
+@requires_root
+def test_up_without_click_says_and_exits_as_click_s_command_does(tmp_path: Path) -> None:
+    """The quick path and click's command print the same lines and exit the same way: a lab
+    built (under --name, --no-check), a file that is not there, one with a mistake (file:line,
+    exit 2), a folder, and no root."""
+    name = new_lab_name("qu")
+    (tmp_path / "ring.yaml").write_text(STATIC_RING.format(name="unused"))
+    (tmp_path / "bad.yaml").write_text("name: b\ntopology: {kind: ring, nodes: 1}\n")
+
+    def down() -> None:
+        subprocess.run([sys.executable, "-m", "netrig", "down", name], capture_output=True)
+
+    ring = str(tmp_path / "ring.yaml")
+    try:
+        quick, slow = (
+            _without_times(r)
+            for r in _netrig_both_ways("up", "-q", "--no-check", "--name", name, ring, before=down)
+        )
+    finally:
+        down()
+    assert quick == slow and quick[0] == 0, quick
+    summary = rf"lab {name} is up in T s: 6 nodes, 6 links, \d+ routes \(build T s\)\n"
+    assert re.fullmatch(summary, quick[1]), quick
+    for argv in (["up", str(tmp_path / "missing.yaml")], ["up", "-q", str(tmp_path / "bad.yaml")]):
+        quick, slow = _netrig_both_ways(*argv)
+        assert quick == slow and quick[0] == 2 and quick[1] == "", quick
+        assert ("missing.yaml" in quick[2]) != ("bad.yaml:2" in quick[2]), quick
+    quick, slow = _netrig_both_ways("up", str(tmp_path))
+    assert quick == slow and quick[0] == 2 and "is a directory" in quick[2], quick
+
+
 STATIC_RING = "name: {name}\ntopology: {{kind: ring, nodes: 6}}\nrouting: {{protocol: static}}\n"
 
 
@@ -240,13 +309,13 @@ def test_up_of_a_static_ring_imports_only_what_it_uses(
     monkeypatch.setenv("NETRIG_PLAN_CACHE", "off")
     modules = up_static_ring(tmp_path)
     assert {
-        "netrig.cli.cmd_up",
+        "netrig.cli.bringup",
         "netrig.rig.lab",
         "netrig.lab.build",
         "netrig.lab.check",
     } <= modules
-    assert not tops(modules) & HEAVY
-    assert {m for m in modules if m.startswith("netrig.cli.cmd_")} == {"netrig.cli.cmd_up"}
+    assert not tops(modules) & (HEAVY | {"click"})  # a plain command line: netrig.cli.quick
+    assert not {m for m in modules if m.startswith("netrig.cli.cmd_")}
     plugins = {m for m in modules if m.split(".")[1:2] == ["routing"]}
     assert plugins == {"netrig.routing", "netrig.routing.static"}
     lazy = [
@@ -384,8 +453,8 @@ def test_the_plugin_loader_stand_in_forwards_what_it_lacks() -> None:
     """The command's stand-in for pydantic's plugin loader finds no plugins, and any other
     name a pydantic version asks of it comes from pydantic's own module."""
     code = (
-        "import sys; from netrig.cli.group import _NoPydanticPlugins; "
-        "sys.meta_path.insert(0, _NoPydanticPlugins()); "
+        "import sys; from netrig.cli.ending import NoPydanticPlugins; "
+        "sys.meta_path.insert(0, NoPydanticPlugins()); "
         "from pydantic.plugin._loader import get_plugins, PYDANTIC_ENTRY_POINT_GROUP; "
         "print(tuple(get_plugins()), PYDANTIC_ENTRY_POINT_GROUP)"
     )

@@ -38,7 +38,7 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str
         if as_json:
             click.echo(json.dumps(exp.to_dict(), indent=1))
             return
-        from netrig.cli.cmd_up import node_table
+        from netrig.cli.bringup import node_table
 
         shown: set[str] = set()
         for point in exp.points:
@@ -62,7 +62,7 @@ def plan_command(file: str, as_json: bool, overrides: tuple[str, ...], topo: str
     if as_json:
         click.echo(json.dumps(plan.to_dict(), indent=1))
         return
-    from netrig.cli.cmd_up import node_table
+    from netrig.cli.bringup import node_table
 
     console.print(node_table(plan, limit=10**9))
     _print_details(plan)

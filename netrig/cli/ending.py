@@ -8,7 +8,11 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+if TYPE_CHECKING:
+    import types
+    from importlib.abc import Loader
 
 
 class Interrupts:
@@ -102,3 +106,54 @@ def exit_status(code: object) -> int:
         return code
     sys.stderr.write(f"{code}\n")
     return 1
+
+
+class NoPydanticPlugins:
+    """pydantic looks for plugins of its own (package entry points) when it builds its first
+    model, and imports importlib.metadata to do so (~15 ms at every start, as much as the
+    rest of YAML and netrig's lab model together). The netrig command uses none: when
+    pydantic imports its plugin loader, it gets one that finds none. Only in the command's
+    own process (`main`): a program that imports netrig's API keeps pydantic's own loader."""
+
+    NAME = "pydantic.plugin._loader"
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> Any:
+        if name != self.NAME:
+            return None
+        from importlib.machinery import ModuleSpec
+
+        # a loader by its methods: subclassing importlib.abc.Loader would import it at every start
+        return ModuleSpec(name, cast("Loader", self))
+
+    def create_module(self, spec: Any) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        # a pydantic that asks its loader for anything else gets the real module's (PEP 562
+        # reads a module's __getattr__ from its dict: ModuleType has no such method to assign)
+        vars(module)["__getattr__"] = self._forward
+
+    def _forward(self, name: str) -> Any:
+        if name.startswith("__"):  # what import machinery and inspect probe modules for
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+    def _real(self) -> types.ModuleType:
+        """pydantic's own loader module, loaded beside ours under its own name."""
+        import importlib.util
+        from importlib.machinery import PathFinder
+
+        import pydantic.plugin
+
+        spec = PathFinder.find_spec(self.NAME, pydantic.plugin.__path__)
+        assert spec is not None and spec.loader is not None
+        real = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(real)
+        return real
+
+
+def without_pydantic_plugins() -> None:
+    """Install NoPydanticPlugins (once) in this process: the netrig command's, not the API's."""
+    if not any(isinstance(f, NoPydanticPlugins) for f in sys.meta_path):
+        sys.meta_path.insert(0, NoPydanticPlugins())

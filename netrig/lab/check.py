@@ -22,7 +22,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from netrig.base import forked
-from netrig.lab import fibcheck, netns, nlwire
+from netrig.lab import fibcheck, netns
 from netrig.plan.model import LabPlan, NodePlan
 
 AUTO_ALL_PAIRS_MAX = 128
@@ -30,10 +30,6 @@ SAMPLE_TARGETS = 8
 MAX_TTL = 255
 WINDOW = 200
 NO_REPLY = "no echo reply"  # the reason of a pair whose FIB path is whole but whose echo failed
-AF_BRIDGE = 7
-IFLA_PROTINFO = 12
-IFLA_BRPORT_STATE = 1
-BR_STATE_LISTENING, BR_STATE_LEARNING = 1, 2
 
 
 MAX_SOCKET_SOURCES = 2000  # namespaces pinged from at once (two sockets each)
@@ -258,93 +254,6 @@ def prove(
     return CheckResult(
         proof.pairs, failed, time.perf_counter() - start, "fib", len(echoes), reasons
     )
-
-
-def wait_bridges(plan: LabPlan, timeout: float) -> list[str]:
-    """Wait until no STP port is listening or learning; return the bridges still settling."""
-    stp_nodes = [n for n in plan.nodes.values() if n.bridge and n.bridge.stp]
-    deadline = time.monotonic() + timeout
-    pending = [n.ns for n in stp_nodes]
-    while pending and time.monotonic() < deadline:
-        pending = [ns for ns in pending if _ports_settling(ns)]
-        if pending:
-            time.sleep(0.2)
-    return pending
-
-
-def _ports_settling(ns: str) -> bool:
-    def dump() -> bool:
-        with nlwire.RtnlSocket() as sock:
-            body = nlwire.ifinfo(family=AF_BRIDGE)
-            replies = sock.request(nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, body)
-        for _mtype, payload in replies:
-            attrs = nlwire.parse_attrs(payload, 16)
-            info = attrs.get(IFLA_PROTINFO)
-            if info:
-                state = nlwire.parse_attrs(info).get(IFLA_BRPORT_STATE)
-                if state and state[0] in (BR_STATE_LISTENING, BR_STATE_LEARNING):
-                    return True
-        return False
-
-    return netns.in_netns(ns, dump)
-
-
-IFF_RUNNING = 0x40  # operationally up: what a bridge acts on, a little after the carrier
-BR_STATE_FORWARDING = 3
-
-
-def wait_carrier(
-    plan: LabPlan, timeout: float, only: dict[str, set[str]] | None = None
-) -> list[str]:
-    """Wait until every link interface (or `only` these: node → interface names) is
-    operationally up and every port of a bridge without STP forwards (the kernel reports
-    a new veth's carrier a little later, and a bridge acts on it later still); return
-    `node:iface` still not there. What a lab without a ping check waits for before it is
-    used, and a link brought up again before it is."""
-    waiting = {n.ns: {i.index: f"{n.name}:{i.name}" for i in n.ifaces
-                      if only is None or i.name in only.get(n.name, ())}
-               for n in plan.nodes.values() if n.ifaces and not n.shares}  # fmt: skip
-    waiting = {ns: ports for ns, ports in waiting.items() if ports}
-    bridged = {n.ns for n in plan.nodes.values() if n.bridge and not n.bridge.stp}
-    deadline = time.monotonic() + timeout
-
-    def poll() -> None:  # one thread visits every namespace
-        while waiting:
-            for ns in list(waiting):
-                with netns.entered(ns):
-                    ready = _ready_ports(ns in bridged, list(waiting[ns]))
-                waiting[ns] = {i: label for i, label in waiting[ns].items() if i not in ready}
-                if not waiting[ns]:
-                    del waiting[ns]
-            if not waiting or time.monotonic() > deadline:
-                break
-            time.sleep(0.02)
-
-    netns.run_in_thread(poll)
-    return [label for ports in waiting.values() for label in ports.values()]
-
-
-def _ready_ports(bridged: bool, indexes: list[int]) -> set[int]:
-    """Which of these interfaces of the calling thread's namespace are running (and, in a
-    bridge's namespace, whose bridge port forwards). Asked by index, which applies a
-    pending carrier change first (see fibcheck.running)."""
-    running_of = fibcheck.running
-
-    with nlwire.RtnlSocket() as sock:
-        running = running_of(sock, indexes)
-        ports = sock.request(
-            nlwire.RTM_GETLINK, nlwire.NLM_F_DUMP, nlwire.ifinfo(family=AF_BRIDGE)
-        ) if bridged else []  # fmt: skip
-    if not bridged:
-        return running
-    forwarding = set()
-    for _mtype, payload in ports:
-        index = struct.unpack_from("=BxHiI", payload)[2]
-        info = nlwire.parse_attrs(payload, 16).get(IFLA_PROTINFO)
-        state = nlwire.parse_attrs(info).get(IFLA_BRPORT_STATE) if info else None
-        if state and state[0] == BR_STATE_FORWARDING:
-            forwarding.add(index)
-    return running & forwarding
 
 
 def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:

@@ -26,7 +26,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 
-from netrig.lab import check, daemons, netns, nlwire
+from netrig.lab import daemons, netns, nlwire, settle
 from netrig.lab.build import BadInput, LabError, route_requests, set_tbf
 from netrig.lab.ledger import Ledger
 from netrig.lab.runtime import LabRuntime as Lab
@@ -59,7 +59,7 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
         # of traffic): returns once it does. Routed ends are left to their routing, as before
         ports = {node: {ifname} for node, ifname in ends if lab.plan.node(node).iface(ifname).master}
         if ports:
-            check.wait_carrier(lab.plan, UP_WAIT, ports)
+            settle.wait_carrier(lab.plan, UP_WAIT, ports)
     return link
 
 

@@ -41,6 +41,7 @@ from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
 
 from netrig.lab import netns, nlwire
+from netrig.lab.settle import getlink, running_of
 from netrig.plan import csgraph
 from netrig.plan.model import LabPlan, NodePlan
 from netrig.plan.prefixes import hop_counts, network_edges
@@ -48,7 +49,6 @@ from netrig.plan.prefixes import hop_counts, network_edges
 if TYPE_CHECKING:
     import numpy as np
 
-IFF_UP, IFF_RUNNING = 0x1, 0x40
 RTN_UNICAST = 1
 RTA_MULTIPATH = 9
 IFA_ADDRESS, IFA_LOCAL = 1, 2
@@ -141,25 +141,17 @@ def read_kernels(
     return out
 
 
-def running(sock: nlwire.RtnlSocket, indexes: list[int]) -> set[int]:
-    """Which of these interfaces are up and running. Asked one by one (in one round trip),
-    not dumped: the kernel then applies a pending carrier change first (linkwatch_sync_dev),
-    where a dump reports what its link watcher has got round to, up to a second late (a
-    veth whose two ends share an ifindex is never urgent to it)."""
-    return _running(indexes, sock.request_each([_getlink(i) for i in indexes]))
-
-
 def _read_here(indexes: list[int]) -> Kernel:
     """The calling thread's namespace: links, addresses, main-table routes, forwarding."""
     k = Kernel()
     with nlwire.RtnlSocket() as sock:
-        # the gets in one round trip: each interface (asked by index: see `running`), then
+        # the gets in one round trip: each interface (asked by index: see settle.running_ports), then
         # forwarding: IPv4 by the switch of the interface a packet came in on, IPv6 by `all`
-        gets = [_getlink(i) for i in indexes] + [(RTM_GETNETCONF, _netconf(2, i)) for i in indexes]
+        gets = [getlink(i) for i in indexes] + [(RTM_GETNETCONF, _netconf(2, i)) for i in indexes]
         gets.append((RTM_GETNETCONF, _netconf(10, NETCONFA_IFINDEX_ALL)))
         answers = sock.request_each(gets)
         links, v4 = answers[: len(indexes)], answers[len(indexes) : 2 * len(indexes)]
-        k.running = _running(indexes, links)
+        k.running = running_of(indexes, links)
         k.forwarding[4] = all(_forwards(a) for a in v4)
         k.forwarding[6] = _forwards(answers[-1])
         body = struct.pack("=BBBBi", 0, 0, 0, 0, 0)
@@ -173,21 +165,6 @@ def _read_here(indexes: list[int]) -> Kernel:
                 k.addrs[AF[family]].append((index, int.from_bytes(raw, "big")))
         _routes(nlwire.dump_routes(sock, nlwire.RT_TABLE_MAIN), k)
     return k
-
-
-def _getlink(index: int) -> tuple[int, bytes]:
-    return nlwire.RTM_GETLINK, nlwire.ifinfo(index)
-
-
-def _running(indexes: list[int], answers: list[tuple[int, bytes] | None]) -> set[int]:
-    """The interfaces whose RTM_GETLINK answer says up and running."""
-    up = set()
-    for index, answer in zip(indexes, answers, strict=True):
-        if answer is not None:
-            flags = struct.unpack_from("=BxHiI", answer[1])[3]
-            if flags & IFF_UP and flags & IFF_RUNNING:
-                up.add(index)
-    return up
 
 
 def _netconf(af: int, index: int) -> bytes:

@@ -245,9 +245,9 @@ class Tracer:
 
     def _running(self, node: str, index: int) -> bool:
         """Is this interface of node up and running (its carrier on)?"""
-        from netrig.lab.fibcheck import running
+        from netrig.lab.settle import running_ports
 
-        return index in running(self._sock(node), [index])
+        return index in running_ports(self._sock(node), [index])
 
     def _link_local_owner(self, node: str, oif: int, addr: str) -> tuple[str, int] | None:
         """Which other router on the segment behind node's `oif` has this link-local

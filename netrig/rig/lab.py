@@ -12,7 +12,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from netrig.lab import check
+from netrig.lab import settle
 from netrig.lab.build import BuildTimings, LabError, Progress, build, preflight
 from netrig.lab.ledger import Ledger, save_text
 from netrig.lab.runtime import LabRuntime, ServiceSupervision
@@ -20,7 +20,7 @@ from netrig.plan.model import LabPlan
 from netrig.rig.catalog import catalog
 
 if TYPE_CHECKING:
-    from netrig.lab import netns, teardown
+    from netrig.lab import check, netns, teardown
     from netrig.model.models import LabSpec
     from netrig.rig.hostneeds import Need
     from netrig.rig.plancache import Lookup
@@ -39,6 +39,8 @@ LARGE_LAB = 2000  # nodes: from here a check that ran out of time may just need 
 def _longer_hint(nodes: int, timeout: float, result: check.CheckResult) -> str:
     """For a large lab whose every failure is an echo unanswered in time (its FIBs
     proved nothing wrong): how to give it longer. A hub of 4,000 ports takes ~15 s."""
+    from netrig.lab import check
+
     unanswered = all(result.reasons.get(p, check.NO_REPLY) == check.NO_REPLY for p in result.failed)
     if nodes < LARGE_LAB or not unanswered:
         return ""
@@ -156,6 +158,8 @@ class Lab(LabRuntime):
         def meanwhile() -> None:
             ahead["json"] = self.plan.to_json()
             if check_reachability and self.plan.reachability != "none":
+                from netrig.lab import check  # here: a lab not checked never loads it
+
                 ahead["check"] = check.prepare(self.plan, self.plan.reachability)
 
         try:
@@ -266,7 +270,7 @@ class Lab(LabRuntime):
         settling: list[str] = []
         if any(n.bridge and n.bridge.stp for n in nodes):
             say("waiting for spanning tree to settle")
-            settling += check.wait_bridges(self.plan, max(timeout, 10.0))
+            settling += settle.wait_bridges(self.plan, max(timeout, 10.0))
         if any(n.ovs and n.ovs.stp for n in nodes):
             say("waiting for Open vSwitch spanning tree to settle")
             settling += ovs.wait_stp(self, max(timeout, 20.0))
@@ -277,6 +281,8 @@ class Lab(LabRuntime):
             if ovs_nodes and ovs.waits_for_fail_open(self.plan):
                 timeout = max(timeout, ovs.FAIL_OPEN_WAIT)
             say("checking reachability")
+            from netrig.lab import check
+
             result = check.verify(self.plan, self.plan.reachability, timeout, prepared)
             self.check_result = result
             if result.failed:
@@ -286,7 +292,7 @@ class Lab(LabRuntime):
                 )
             pinged = result.pairs
         if not pinged:  # --no-check, or nothing to ping (no routing: a switch dropped ~0.5 s)
-            dark = check.wait_carrier(self.plan, timeout)
+            dark = settle.wait_carrier(self.plan, timeout)
             if dark:
                 raise LabError(f"no carrier after {timeout:g} s on {', '.join(dark[:5])}")
         if self.timings:

@@ -183,7 +183,10 @@ def test_up_of_a_file_built_before_reads_no_yaml_and_builds_it_checked(
         assert len(list(cache.glob("*.plan"))) == 1
         modules = imported("up", "-q", str(path), after=down)
         assert "netrig.lab.build" in modules and "netrig.lab.check" in modules
-        assert not tops(modules) & (HEAVY | {"pydantic", "yaml"})
+        assert not tops(modules) & (HEAVY | {"pydantic", "yaml", "click"})
+        unchecked = imported("up", "-q", "--no-check", str(path), after=down)
+        assert "netrig.lab.settle" in unchecked and "netrig.cli.bringup" in unchecked
+        assert not {"netrig.lab.check", "netrig.lab.fibcheck", "click"} & unchecked
         reading = {"netrig.model.load", "netrig.model.models", "netrig.model.yamlmarks",
                    "netrig.model.nodecount", "netrig.plan.lab", "netrig.rig.prepare"}  # fmt: skip
         assert not modules & reading
