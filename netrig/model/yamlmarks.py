@@ -44,8 +44,21 @@ class MarkedDoc:
                 m = self.value_marks[prefix]
                 break
         else:
-            m = Mark(1, 1)
+            m, prefix = Mark(1, 1), ()
+        if self.file == FROM_CODE:  # a dict given to the Python API: its lines mean nothing
+            return f"{FROM_CODE} at {key_path_text(prefix)}" if prefix else FROM_CODE
         return f"{self.file}:{m.line}:{m.col}"
+
+
+FROM_CODE = "<dict>"  # the file name of a lab or experiment given as a dict (Python API)
+
+
+def key_path_text(path: KeyPath) -> str:
+    """A path as a reader writes it: topology.nodes, nodes[2].name."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 class YamlSyntaxError(ValueError):

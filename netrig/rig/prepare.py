@@ -61,7 +61,9 @@ def from_spec(spec: LabSpec | dict[str, Any]) -> LabGraph:
     if isinstance(spec, dict):
         import yaml
 
-        return load_text(yaml.safe_dump(spec), "<dict>")
+        from netrig.model.yamlmarks import FROM_CODE
+
+        return load_text(yaml.safe_dump(spec), FROM_CODE)
     return model_load.from_spec(spec, catalog())
 
 

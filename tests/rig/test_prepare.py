@@ -14,3 +14,24 @@ def test_an_experiment_s_programs_include_its_labs_own() -> None:
     bgp = experiment_programs(load_experiment("examples/seed003-multipath-pps.yaml",
                                               {"routing": "bgp"}))  # fmt: skip
     assert "vtysh" in bgp
+
+
+def test_a_lab_given_as_a_dict_is_told_where_by_its_keys() -> None:
+    """Errors in a dict given to the Python API named `<dict>:4:10`, a line of a YAML text
+    the user never saw; they now name the keys."""
+    import pytest
+
+    from netrig.model.problems import SpecError
+    from netrig.rig.prepare import from_spec
+
+    cases = [
+        ({"name": "d", "topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": "x"}},
+         "<dict> at routing.protocol: unknown routing protocol 'x'"),
+        ({"name": "d", "nodes": [{"name": "a"}, {"name": "b"}], "links": [{"a": "a", "b": "c"}]},
+         "<dict> at links[0].b: link to unknown node 'c'"),
+        ({"nodes": [{"name": "a"}]}, "<dict>: missing key 'name'"),
+    ]  # fmt: skip
+    for spec, said in cases:
+        with pytest.raises(SpecError) as caught:
+            from_spec(spec)
+        assert str(caught.value).startswith(said), (spec, str(caught.value))
