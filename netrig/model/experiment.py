@@ -66,6 +66,10 @@ def _param_name(name: str) -> str:
     return name
 
 
+# keys of how the runs go, on which no sweep point's lab or measurement depends
+RUN_SETTINGS = {"repeat", "order", "warmup", "cooldown", "stop_on_failure"}
+
+
 class ExperimentKeys(Strict):
     """What an experiment file adds to a lab file."""
 
@@ -243,8 +247,10 @@ def load_experiment_model(
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
     name: str | None = None,
+    deferred: list[Problem] | None = None,
 ) -> ExperimentModel:
-    """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong."""
+    """Read an experiment file and check its own keys; SpecError (file:line:col) if wrong
+    (`deferred`: see load_experiment_model_text)."""
     if path.endswith(".py"):  # it had been read as YAML: "did not find expected <document start>"
         raise SpecError([Problem(path, "a Mininet topology is a lab file (`netrig up` builds "
                                        "it); an experiment names it with `lab: FILE` beside "
@@ -253,7 +259,7 @@ def load_experiment_model(
         text = yamlmarks.read_text(path)
     except OSError as exc:
         raise SpecError([Problem(path, f"cannot read: {exc.strerror}")]) from None
-    return load_experiment_model_text(text, path, overrides, repeat, name)
+    return load_experiment_model_text(text, path, overrides, repeat, name, deferred)
 
 
 def load_experiment_model_text(
@@ -262,8 +268,11 @@ def load_experiment_model_text(
     overrides: Mapping[str, str] | None = None,
     repeat: int | None = None,
     name: str | None = None,
+    deferred: list[Problem] | None = None,
 ) -> ExperimentModel:
-    """`name` (--name) names the lab instead of the file's `name:`."""
+    """`name` (--name) names the lab instead of the file's `name:`. `deferred`: a list
+    that takes the problems of the run settings (repeat:, order:, …), which then do not
+    stop the reading; the caller says them with the problems found after."""
     doc = yamlmarks.load(text, file)
     if not isinstance(doc.data, dict):
         raise SpecError(
@@ -275,18 +284,7 @@ def load_experiment_model_text(
     try:
         keys = ExperimentKeys.model_validate(keys_data)
     except ValidationError as exc:
-        problems = _problems(exc, doc, ExperimentKeys)
-        if "measure" not in doc.data:
-            problems = [p for p in problems if "measure" not in p.message] + [
-                Problem(
-                    doc.where(()),
-                    "an experiment needs `measure:`, a list of measurements "
-                    "such as `- iperf3: {client: n1, server: n2}`"
-                    + ("; this is a lab file (`netrig up` builds it; an experiment names it "
-                       "with `lab: FILE`)" if not keys_data else ""),
-                )
-            ]
-        raise SpecError(problems) from None
+        keys = _keys_past_settings(exc, doc, keys_data, deferred)
     vary, params = _apply_overrides(doc, keys, overrides or {})
     _note_unused(doc, vary)
     stored = text if not overrides and repeat is None else text + override_note(overrides, repeat)
@@ -302,6 +300,34 @@ def load_experiment_model_text(
         params=params,
         stop_on_failure=keys.stop_on_failure,
     )
+
+def _keys_past_settings(
+    exc: ValidationError,
+    doc: yamlmarks.MarkedDoc,
+    keys_data: dict[str, Any],
+    deferred: list[Problem] | None,
+) -> ExperimentKeys:
+    """The file's experiment keys despite EXC if only run settings are wrong and the caller
+    takes their problems (`deferred`): no sweep point depends on them, so they are checked
+    with their defaults and the file's other mistakes are said with them (`repeat: 0` had
+    hidden a measurement's). Otherwise SpecError."""
+    problems = _problems(exc, doc, ExperimentKeys)
+    wrong = {err["loc"][0] for err in exc.errors() if err["loc"]}
+    if deferred is not None and wrong and wrong <= RUN_SETTINGS:
+        deferred.extend(problems)
+        return ExperimentKeys.model_validate({k: v for k, v in keys_data.items() if k not in wrong})
+    if "measure" not in doc.data:
+        problems = [p for p in problems if "measure" not in p.message] + [
+            Problem(
+                doc.where(()),
+                "an experiment needs `measure:`, a list of measurements "
+                "such as `- iperf3: {client: n1, server: n2}`"
+                + ("; this is a lab file (`netrig up` builds it; an experiment names it "
+                   "with `lab: FILE`)" if not keys_data else ""),
+            )
+        ]
+    raise SpecError(problems) from None
+
 
 
 def substitute_point(model: ExperimentModel, values: dict[str, Any]) -> PointModel:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from netrig.model import foreign, yamlmarks
@@ -137,8 +137,9 @@ def load_experiment(
     from netrig.model.experiment import load_experiment_model
     from netrig.plan.experiment import plan_experiment
 
-    model = load_experiment_model(path, overrides, repeat, name)
-    return _checked(plan_experiment(model, catalog()), model)
+    deferred: list[Problem] = []
+    model = load_experiment_model(path, overrides, repeat, name, deferred)
+    return _said_with(deferred, lambda: _checked(plan_experiment(model, catalog()), model))
 
 
 def first_point(path: str, name: str | None = None) -> SweepPoint:
@@ -158,8 +159,23 @@ def load_experiment_text(
     from netrig.model.experiment import load_experiment_model_text
     from netrig.plan.experiment import plan_experiment
 
-    model = load_experiment_model_text(text, file, overrides, repeat)
-    return _checked(plan_experiment(model, catalog()), model)
+    deferred: list[Problem] = []
+    model = load_experiment_model_text(text, file, overrides, repeat, deferred=deferred)
+    return _said_with(deferred, lambda: _checked(plan_experiment(model, catalog()), model))
+
+
+def _said_with(deferred: list[Problem], plan: Callable[[], ExperimentPlan]) -> ExperimentPlan:
+    """plan(), with the problems of the run settings found before (see
+    load_experiment_model_text) said first, beside those planning finds or alone."""
+    try:
+        planned = plan()
+    except SpecError as exc:
+        if deferred:
+            raise SpecError([*deferred, *exc.problems]) from None
+        raise
+    if deferred:
+        raise SpecError(deferred)
+    return planned
 
 
 def _checked(exp: ExperimentPlan, model: ExperimentModel) -> ExperimentPlan:

@@ -245,6 +245,32 @@ def test_keys_of_the_experiment_part_are_checked() -> None:
     assert found == ["exp.yaml:4:7: vary: point 2 is point 1 again (use repeat: for more runs)"]
 
 
+def test_a_wrong_run_setting_hides_no_other_mistake() -> None:
+    """`repeat: 0` was said alone: the unknown server and the misspelt option came out only
+    once it was fixed. Run settings are checked with their defaults, and all is said."""
+    found = problems("""\
+        name: settings
+        topology: {kind: ring, nodes: 4}
+        measure:
+          - iperf3: {client: n1, server: n9, duration: 1}
+          - ping: {src: n1, dst: n2, cont: 3}
+        repeat: 0
+        order: random
+        """)
+    assert [p.split(": ")[0] for p in found] == [
+        "exp.yaml:6:9", "exp.yaml:7:8", "exp.yaml:4:34", "exp.yaml:5:30"
+    ], found
+    assert "unknown node 'n9'" in found[2] and "did you mean 'count'" in found[3]
+    # alone, a setting's mistake is still an error
+    found = problems("""\
+        name: settings
+        topology: {kind: pair}
+        measure: [{ping: {src: n1, dst: n2}}]
+        warmup: -1
+        """)
+    assert len(found) == 1 and found[0].startswith("exp.yaml:4:9: warmup"), found
+
+
 @pytest.mark.parametrize(
     ("values", "said"),
     [
