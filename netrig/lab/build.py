@@ -490,22 +490,32 @@ def node_requests(node: NodePlan, forwarding4: bool | None = None) -> list[nlwir
     return reqs + route_requests(node)
 
 
-def route_requests(node: NodePlan) -> list[nlwire.Request]:
+def route_requests(
+    node: NodePlan, usable: set[int] | None = None, replace: bool = False
+) -> list[nlwire.Request]:
     """The node's planned routes. Also what a link brought back up needs: the kernel deletes
-    the routes through an interface that goes administratively down."""
+    the routes through an interface that goes administratively down. `usable`: only the next
+    hops out of these interfaces (a route with none left is not there); `replace`: each in
+    place of the node's route to its destination (one with fewer next hops)."""
     # traffic a node starts towards the lab leaves from its loopback, as on a router: replies
     # to an unbound socket then come from the address the peer asked for
     prefsrc = {":" in c: c.split("/")[0] for c in reversed(node.loopbacks)}
     reqs = []
     for route in node.routes:
         dst, plen = route.dst.split("/")
+        hops = route.nexthops
+        if usable is not None:
+            hops = [hop for hop in hops if hop[1] in usable]
+            if not hops:
+                continue
         reqs.append(
             nlwire.new_route(
                 dst,
                 int(plen),
-                route.nexthops,
+                hops,
                 prefsrc=prefsrc.get(":" in dst),
                 what=f"route {route.dst} in {node.ns}",
+                replace=replace,
             )
         )
     return reqs

@@ -54,7 +54,13 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
     if up:  # only now: a route's nexthop is reachable once both ends are up again
         _replan_routes(lab)
         for node, ifname in ends:
-            send(lab, node, route_requests(lab.plan.node(node)) + saved_routes(lab, node, ifname))
+            # the planned routes with their next hops out of the node's interfaces that are
+            # up (one out of another link still down is refused: ENETUNREACH), each in place
+            # of what the kernel kept of it (a multipath route less its dead next hops)
+            plan_node = lab.plan.node(node)
+            usable = admin_up(lab, node, [i.index for i in plan_node.ifaces])
+            planned = route_requests(plan_node, usable, replace=True)
+            send(lab, node, planned + saved_routes(lab, node, ifname))
         # a bridge's port forwards a little after its carrier comes (a switch dropped ~0.5 s
         # of traffic): returns once it does. Routed ends are left to their routing, as before
         ports = {node: {ifname} for node, ifname in ends if lab.plan.node(node).iface(ifname).master}
@@ -64,6 +70,22 @@ def set_link(lab: Lab, a: str, b: str, *, up: bool) -> LinkPlan:
 
 
 UP_WAIT = 5.0  # s: at most, for a link brought up again to carry traffic
+
+
+def admin_up(lab: Lab, node: str, indexes: list[int]) -> set[int]:
+    """Which of these interfaces of NODE are administratively up (their carrier may come
+    later: a route through one is accepted before it does)."""
+
+    def ask() -> set[int]:
+        with nlwire.RtnlSocket() as sock:
+            answers = sock.request_each([settle.getlink(i) for i in indexes])
+        return {
+            index
+            for index, answer in zip(indexes, answers, strict=True)
+            if answer is not None and struct.unpack_from("=BxHiI", answer[1])[3] & settle.IFF_UP
+        }
+
+    return netns.in_netns(lab.ns(node), ask)
 
 
 def _replan_routes(lab: Lab) -> None:

@@ -26,6 +26,7 @@ NLM_F_REQUEST = 0x1
 NLM_F_ACK = 0x4
 NLM_F_ROOT = 0x100
 NLM_F_MATCH = 0x200
+NLM_F_REPLACE = 0x100
 NLM_F_EXCL = 0x200
 NLM_F_CREATE = 0x400
 NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
@@ -261,8 +262,10 @@ def new_route(
     prefsrc: str | None = None,
     what: str = "",
     protocol: int = RTPROT_STATIC,
+    replace: bool = False,
 ) -> Request:
-    """A unicast route via one or more (gateway, ifindex) next hops (several = multipath)."""
+    """A unicast route via one or more (gateway, ifindex) next hops (several = multipath);
+    `replace`: in place of the route to the same destination, if there is one."""
     hops = list(nexthops)
     family = family_of(dst)
     body = _RTMSG.pack(
@@ -280,7 +283,8 @@ def new_route(
             gw_attr = attr(RTA_GATEWAY, addr_bytes(gw))
             nested += _RTNH.pack(8 + len(gw_attr), 0, 0, oif) + gw_attr
         body += attr(RTA_MULTIPATH, nested)
-    return Request(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, body, what or f"route {dst}/{dst_len}")
+    flags = NLM_F_CREATE | (NLM_F_REPLACE if replace else NLM_F_EXCL)
+    return Request(RTM_NEWROUTE, flags, body, what or f"route {dst}/{dst_len}")
 
 
 SOL_NETLINK = 270

@@ -6,6 +6,8 @@ import json
 import re
 import subprocess
 
+import pytest
+
 from netrig.lab import netns
 from netrig.lab.trace import Tracer, count_paths
 from netrig.rig import Lab
@@ -253,6 +255,34 @@ def test_link_up_puts_back_the_routes_of_exec_lines(make_lab) -> None:  # type: 
     assert extra() == ""  # the kernel dropped it with the link
     faults.set_link(lab, "n1", "n2", up=True)
     assert "dev eth0" in extra()
+
+
+@pytest.mark.parametrize("protocol", ["ecmp", "static"])
+def test_a_link_up_while_the_node_s_other_link_is_down(make_lab, protocol: str) -> None:  # type: ignore[no-untyped-def]
+    """`link n1 n2 up` while n1–n4 was still down failed with ENETUNREACH (the planned routes
+    out of the link still down were sent too): `netrig link` exited 1 with half the routes
+    back, and a run whose events cut both links was aborted. The routes come back as far as
+    the links that are up allow, and whole once the last one is up."""
+    from netrig.lab import faults
+
+    lab = make_lab({"topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": protocol}})
+
+    def routes(family: int) -> list[dict[str, object]]:
+        out = lab.exec("n1", ["ip", "-j", f"-{family}", "route", "show", "proto", "static"],
+                       capture_output=True)  # fmt: skip
+        return json.loads(out.stdout)
+
+    whole = {family: routes(family) for family in (4, 6)}
+    faults.set_link(lab, "n1", "n2", up=False)
+    faults.set_link(lab, "n1", "n4", up=False)
+    faults.set_link(lab, "n1", "n2", up=True)
+    for family in (4, 6):
+        half = routes(family)
+        assert half and all(r.get("dev") == "eth0" for r in half), half  # one next hop each
+    out = lab.exec("n1", ["ping", "-c1", "-W2", lab.addr("n2")], capture_output=True)
+    assert out.returncode == 0, out.stdout
+    faults.set_link(lab, "n1", "n4", up=True)
+    assert {family: routes(family) for family in (4, 6)} == whole
 
 
 def test_a_sysctl_the_kernel_refuses_is_named(tmp_path, lab_name) -> None:  # type: ignore[no-untyped-def]
