@@ -79,12 +79,17 @@ class Convergence(Measurement[ConvergenceOptions]):
             polls += 1
             missing = reach.missing()
             now = time.monotonic()
-            if not missing:
+            if not missing and now - began <= limit:
                 break
             crashed = lab.daemon_failures()
             if crashed:
                 label, tail = crashed[0]
                 raise MeasurementFailed(f"{label} exited during the cold start", stderr=tail)
+            if not missing:  # the first poll that found it converged came past the limit
+                raise MeasurementFailed(
+                    f"{proto.name} converged in {now - began:.3g} s of a cold start, past "
+                    f"its limit of {limit:g} s"
+                )
             if now - began > limit:
                 raise MeasurementFailed(
                     f"{proto.name} did not converge within {limit:g} s of a cold start; "
