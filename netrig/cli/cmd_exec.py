@@ -30,7 +30,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...], cluster: str | None) ->
         _host, code, out, err = labs.exec_on(lab, node, list(command), cluster)
         sys.stdout.write(out)
         sys.stderr.write(err)
-        sys.exit(code)
+        sys.exit(shell_status(code))
     require_root("exec")
     running = LabRuntime.attach(lab)
     running.plan.node(node)  # a clear error for an unknown node
@@ -39,7 +39,7 @@ def exec_(lab: str, node: str, command: tuple[str, ...], cluster: str | None) ->
     except FileNotFoundError:
         click.echo(f"netrig: {command[0]}: command not found", err=True)
         sys.exit(127)
-    sys.exit(result.returncode)
+    sys.exit(shell_status(result.returncode))
 
 
 @cli.command("shell")
@@ -56,4 +56,10 @@ def shell(lab: str, node: str) -> None:
     result = running.exec(
         node, [sh, "--norc", "-i"] if sh.endswith("bash") else [sh], env=env, text=False
     )
-    sys.exit(result.returncode)
+    sys.exit(shell_status(result.returncode))
+
+
+def shell_status(returncode: int) -> int:
+    """A command's exit status as a shell gives it: 128 + N for one ended by signal N
+    (Python's -N had become 247 for SIGKILL, where scripts test for 137)."""
+    return 128 - returncode if returncode < 0 else returncode

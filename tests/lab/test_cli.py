@@ -35,6 +35,8 @@ def test_up_status_exec_trace_down(tmp_path, lab_name) -> None:  # type: ignore[
     ping = netrig_cli("exec", lab_name, "n1", "--", "ping", "-c1", "-W1", "198.18.0.4")
     assert ping.returncode == 0 and "1 received" in ping.stdout
     assert netrig_cli("exec", lab_name, "n1", "--", "false").returncode == 1
+    # a command ended by a signal: 128 + its number, as a shell says (it was 247 for SIGKILL)
+    assert netrig_cli("exec", lab_name, "n1", "--", "sh", "-c", "kill -9 $$").returncode == 137
     trace = netrig_cli("trace", lab_name, "n1", "n4", "--count", "40")
     assert trace.returncode == 0 and trace.stdout.count("n1 (eth") == 2  # both 3-hop paths
     assert netrig_cli("exec", lab_name, "n99", "--", "true").returncode == 2
