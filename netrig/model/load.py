@@ -275,6 +275,11 @@ def _experiment_hint(key: str) -> str:
     file is an experiment by its keys, so this one was read as a lab, whose keys were listed."""
     import difflib  # for wrong files only
 
+    if key in EXPERIMENT_KEYS:  # an experiment file where a lab file goes (`lab: exp.yaml`)
+        return (
+            f": {key!r} is a key of experiment files, and this file is read as a lab file "
+            "here (`lab:` names a lab file: move the lab part into a file of its own)"
+        )
     close = difflib.get_close_matches(key, EXPERIMENT_KEYS, n=1, cutoff=0.6)
     if not close:
         return ""
@@ -284,8 +289,18 @@ def _experiment_hint(key: str) -> str:
 def _did_you_mean(word: int | str, choices: Any) -> str:
     import difflib  # for wrong files only
 
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    names = [str(c) for c in choices]
+    # another protocol's name of the same timer (babel's hello_interval is IS-IS's hello)
+    same = [n for n in names if _bare(n) == _bare(str(word))]
+    close = same or difflib.get_close_matches(str(word), names, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _bare(key: str) -> str:
+    """A timer's name without its unit or kind: hello_interval, hello_time → hello."""
+    for suffix in ("_interval", "_time", "_timer"):
+        key = key.removesuffix(suffix)
+    return key
 
 
 def _problems(

@@ -42,6 +42,33 @@ def test_a_typo_of_protocol_in_routing_is_suggested() -> None:
         """) == ["lab.yaml:3:11: unknown key 'protocl' (did you mean 'protocol'?)"]
 
 
+def test_another_protocol_s_name_of_a_timer_is_suggested() -> None:
+    """IS-IS's `hello_interval` (babel's name for it) was answered "did you mean
+    'spf_interval'?"; it is IS-IS's `hello`."""
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: 4}
+        routing: {protocol: isis, hello_interval: 1}
+        """) == ["lab.yaml:3:27: unknown key 'hello_interval' (did you mean 'hello'?)"]
+    assert problems("""\
+        name: r
+        topology: {kind: ring, nodes: 4}
+        routing: {protocol: babel, hello: 1}
+        """) == ["lab.yaml:3:28: unknown key 'hello' (did you mean 'hello_interval'?)"]
+
+
+def test_an_experiment_file_read_as_a_lab_file_says_so() -> None:
+    """A lab file's `measure:` (an experiment named by `lab:`) was answered "did you mean
+    'measure', a key of experiment files?", the very key written."""
+    found = problems("""\
+        name: r
+        topology: {kind: pair}
+        measure: [{ping: {src: n1, dst: n2}}]
+        """)
+    assert len(found) == 1 and found[0].startswith("lab.yaml:3:1: unknown key 'measure': ")
+    assert "did you mean" not in found[0] and "`lab:` names a lab file" in found[0]
+
+
 def test_unknown_nested_key_lists_known_keys() -> None:
     (msg,) = problems("""\
         name: r
