@@ -32,9 +32,10 @@ slowest event's), and per throughput series `throughput_before`, `throughput_dur
 recovery, and after the recovery (with several iperf3 measurements, each under its name as
 the stream and, without a stream, their sum: stat and plots read the sum; the export has
 each). Recovery is when the last event happened or, if later, when
-the probes say traffic was back (or, without probes, the start of the first interval from
-the last event on whose throughput is at least half of the `before` median; none: no
-`after`).
+the probes say traffic was back (or, without probes and when the last event was not a rate
+change, the start of the first interval from the last event on whose throughput is at
+least half of the `before` median; none: no `after`). After a rate change the traffic has
+what the new rate gives, not what it had before: `after` is what came after that event.
 """
 
 from __future__ import annotations
@@ -232,7 +233,10 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
         recovered = max(recovered, latest)
     flows = throughput_series(samples)
     phases = [
-        _throughput_phases(points, first, recovered, bool(series), step if len(flows) > 1 else None)
+        _throughput_phases(
+            points, first, recovered, bool(series) or _rate_change(events[-1]),
+            step if len(flows) > 1 else None,
+        )
         for step, points in flows.items()
     ]
     out += [s for flow in phases for s in flow]
@@ -244,16 +248,22 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
     return out
 
 
+def _rate_change(event: Applied) -> bool:
+    """A `link A-B rate …` event: it sets what the traffic is after it, which no longer
+    returns to what it was before (`after` is then what came after the event)."""
+    return " rate " in f" {event.label} "
+
+
 def _throughput_phases(
     points: list[tuple[float, float]],
     first: float,
     recovered: float,
-    have_probes: bool,
+    recovery_known: bool,
     stream: str | None,
 ) -> list[Sample]:
     width = _interval(points)
     before = [v for t, v in points if t + width <= first + 1e-9]
-    if not have_probes and before:
+    if not recovery_known and before:
         # back with the first interval from the last event on that carries at least half of
         # `before` again; a noisy dip after it is not the disruption (a throughput of 4-6
         # against 10.9 Gbit/s before kept a 1-s cap "during" to the end of the run)

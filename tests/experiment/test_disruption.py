@@ -169,12 +169,26 @@ def test_without_probes_a_dip_after_the_recovery_is_not_the_disruption() -> None
     """iperf3 alone, noisy: the first interval back at half of `before` or more ends the
     disruption; the 4 after it is noise of the recovered flow, not more of the cut."""
     series = flow([10, 10, 10, 10, 1, 2, 9, 4, 9, 9])
-    out = derive([Applied("link a-b rate 10000000 @ 2s", 2.0)], series)
+    out = derive([Applied("node b stop @ 2s", 2.0)], series)
     assert by_stream(out, "throughput_during")[None] == pytest.approx(1.5)
     assert by_stream(out, "throughput_after")[None] == pytest.approx(7.75)
     never = derive([Applied("link a-b down @ 2s", 2.0)], flow([10, 10, 10, 10, 1, 2, 3]))
     assert by_stream(never, "throughput_during")[None] == pytest.approx(2.0)
     assert "throughput_after" not in {s.metric for s in never}  # never back: no `after`
+
+
+def test_after_a_rate_change_the_traffic_after_it_is_after() -> None:
+    """A rate change sets the throughput after it: `after` had begun at the first interval
+    back at half of `before` (38 Mbit/s stored "after" on a path cut to 20: one burst),
+    or there was none at all."""
+    series = flow([50, 50, 50, 50, 30, 12, 18, 22, 19, 21])  # 0.5 s intervals
+    out = derive([Applied("link a-b rate off @ 1s", 1.0),
+                  Applied("link b-c rate 20mbit @ 2s", 2.0)], series)  # fmt: skip
+    assert by_stream(out, "throughput_during")[None] == pytest.approx(50.0)
+    assert by_stream(out, "throughput_after")[None] == pytest.approx((30 + 12 + 18 + 22 + 19 + 21) / 6)
+    slower = derive([Applied("link a-b rate 1mbit @ 2s", 2.0)], flow([50] * 4 + [1] * 6))
+    assert by_stream(slower, "throughput_after")[None] == pytest.approx(1.0)
+    assert "throughput_during" not in {s.metric for s in slower}
 
 
 def test_without_probes_an_interval_begun_before_the_event_is_no_recovery() -> None:
