@@ -72,8 +72,13 @@ def layout_engine(plan: LabPlan) -> str:
 def lab_graph(plan: LabPlan) -> graphviz.Graph:
     graph = graphviz.Graph(plan.name, engine=layout_engine(plan))
     graph.attr(label=f"lab {plan.name} ({plan.protocol})", labelloc="t", fontname="Helvetica")
+    # room for the ends' labels: at graphviz's defaults two ends of one node (a switch's
+    # ports, a router's links) ran into each other ("203.0.113.4/2403.0.113.5/24")
+    graph.attr(nodesep="0.9", ranksep="0.9")
     graph.attr("node", fontname="Helvetica", fontsize="11")
-    graph.attr("edge", fontname="Helvetica", fontsize="9", labelfontsize="8")
+    graph.attr(
+        "edge", fontname="Helvetica", fontsize="9", labelfontsize="8", labeldistance="2"
+    )
     machines: dict[str | None, list[NodePlan]] = {}
     for node in plan.nodes.values():
         machines.setdefault(getattr(node, "host", None), []).append(node)
