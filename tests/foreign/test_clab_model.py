@@ -305,3 +305,27 @@ def test_validate_refuses_a_netem_exec_line_where_the_kernel_lacks_netem(tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"{path}:8:11: a: exec line tc qdisc add dev eth1 root netem "
                                   "delay 10ms needs the netem qdisc"), done.stderr  # fmt: skip
+
+
+def test_exec_lines_yaml_reads_as_other_than_strings_are_taken_as_written(tmp_path: Path) -> None:
+    """containerlab reads exec into strings: `- true` is the command `true`. netrig had
+    refused it as "'True' is not on this host's PATH"."""
+    path = write(tmp_path, """\
+        name: bools
+        topology:
+          nodes:
+            a:
+              kind: linux
+              cmd: yes
+              exec:
+                - true
+                - false
+                - 1.50
+            b: {kind: linux}
+          links: [{endpoints: ["a:eth1", "b:eth1"]}]
+        """)
+    assert problems_of(path) == [f"{path}:10:11: a: exec line 1.50: '1.50' is not on this "
+                                 "host's PATH (nodes run the host's programs)"]  # fmt: skip
+    Path(path).write_text(Path(path).read_text().replace("        - 1.50\n", ""))
+    plan = build_plan(load_file(path))
+    assert plan.nodes["a"].exec == [["true"], ["false"]] and plan.nodes["a"].cmd == ["yes"]
