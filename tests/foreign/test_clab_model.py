@@ -146,6 +146,14 @@ def test_defaults_kinds_groups_inherit_as_containerlab(tmp_path: Path) -> None:
             9,
             "interface a:eth1 is already an end of the link on line 8",
         ),
+        (  # parallel links: they had been "duplicate link r1–r2"
+            "    r1: {kind: linux}\n    r2: {kind: linux}\n"
+            '  links:\n    - endpoints: ["r1:eth1", "r2:eth1"]\n'
+            '    - endpoints: ["r1:eth2", "r2:eth2"]\n',
+            8,
+            "a second link r1–r2 (the first is on line 7): netrig builds one link between two "
+            "nodes; put a switch node (containerlab: kind bridge) on the second, or leave it out",
+        ),
         (  # the loopback as an endpoint had been "used twice" (it is used once)
             "    a: {kind: linux}\n    b: {kind: linux}\n"
             '  links:\n    - endpoints: ["a:lo", "b:eth1"]\n',

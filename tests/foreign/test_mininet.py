@@ -155,6 +155,13 @@ def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
             "addLink: no node 'h9'",
         ),
         ("class T(Topo): pass\nclass U(Topo): pass\n", 0, "topos = {'mine': MyTopo}"),
+        (  # Mininet's Topo is a multigraph: this had been "duplicate link h1–s1"
+            "class T(Topo):\n    def build(self):\n        s, h = self.addSwitch('s1'), "
+            "self.addHost('h1')\n        self.addLink(h, s)\n        self.addLink(h, s)\n",
+            7,
+            "a second link h1–s1 (the first is on line 6): netrig builds one link between two "
+            "nodes; put a switch node (Mininet: addSwitch) on the second, or leave it out",
+        ),
     ],
 )
 def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, words: str) -> None:

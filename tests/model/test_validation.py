@@ -89,6 +89,20 @@ def test_duplicate_node_and_self_loop() -> None:
         """) == ["lab.yaml:4:12: duplicate node 'a'"]
 
 
+def test_a_second_link_between_two_nodes_says_what_netrig_builds_and_what_to_do() -> None:
+    """It was "duplicate link a–b", though its interfaces differ (containerlab topologies
+    routinely have parallel links; netrig's plan has one link per pair of nodes)."""
+    assert problems("""\
+        name: r
+        nodes: [{name: a}, {name: b}]
+        links:
+          - {a: a, b: b}
+          - {a: b, b: a, a_ifname: e2, b_ifname: e2}
+        """) == ["lab.yaml:5:5: a second link b–a (the first is on line 4): netrig builds one "
+                 "link between two nodes; put a switch node (kind: switch) on the second, or "
+                 "leave it out"]  # fmt: skip
+
+
 def test_interface_name_too_long() -> None:
     assert problems("""\
         name: r
