@@ -102,7 +102,10 @@ def up_lab(
         if "converged" in timings.extra:  # the daemons' routes: the check waits for them first
             details.append(f"{plan.protocol} converged in {timings.extra['converged']:.2f} s")
         if result := lab.check_result:
-            details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
+            if result.pairs:
+                details.append(f"{result.pairs} pairs reachable in {result.seconds:.2f} s")
+            else:  # "0 pairs reachable" read as "nothing is reachable"
+                details.append("no pairs to check: the routing promises none")
             if result.blocked:
                 details.append(f"{result.blocked} pairs the firewalls drop, not checked")
         # a routing daemon installs its own routes: netrig counts only those it installed

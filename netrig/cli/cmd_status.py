@@ -52,10 +52,9 @@ def status(cluster: str | None) -> None:
         # namespace (`netns:`, containerlab's container:X) has none of its own
         recorded = ledger.objects(lab.name, "netns")
         present = sum(1 for o in recorded if netns.exists(o.name))
+        shown = lab.shown_state()
         state = (
-            lab.state
-            if present == len(recorded)
-            else f"{lab.state} ({present}/{len(recorded)} namespaces)"
+            shown if present == len(recorded) else f"{shown} ({present}/{len(recorded)} namespaces)"
         )
         table.add_row(
             lab.name, state, str(lab.nodes), _age(time.time() - lab.created), lab.source or ""

@@ -329,7 +329,7 @@ def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
     config = current()
     ledger = Ledger(config.state_dir)
     try:
-        return config.name, [(r.name, r.state, r.nodes) for r in ledger.labs()]
+        return config.name, [(r.name, r.shown_state(), r.nodes) for r in ledger.labs()]
     finally:
         ledger.close()
 

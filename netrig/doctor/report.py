@@ -79,7 +79,7 @@ class Summary:
             core = "CORE MISSING (root, netns or veth): no labs possible"
         cannot = ", ".join(self.cannot_names) or "nothing"
         degraded = ", ".join(self.degraded_names) or "nothing"
-        unused = f"; absent, not used by netrig: {', '.join(self.unused_names)}" if (
+        unused = f"; absent, not used by netrig itself: {', '.join(self.unused_names)}" if (
             self.unused_names) else ""
         return f"{core} — cannot: {cannot}; degraded: {degraded}{unused}"
 

@@ -131,7 +131,7 @@ class Feature:
     tool: str = ""  # command the probe needs; without it the result is 'untested'
     package: str = ""  # Debian package providing `tool`
     fix: str = ""  # a fixed fix, when the generic kernel advice does not apply
-    used: bool = True  # False: no lab file asks for it (told, never a refusal)
+    used: bool = True  # False: netrig itself does not use it (only exec lines may ask)
 
 
 FEATURES: dict[str, Feature] = {}
@@ -141,7 +141,8 @@ ALIASES: dict[str, str] = {
     "ip_vs": "ipvs", "nft": "nftables", "fq-codel": "fq_codel", "ecmp": "multipath",
 }
 CORE = ("netns", "veth")
-UNUSED = "not used by netrig: no lab file asks for it (probed for the record)"
+UNUSED = ("netrig itself does not use it (probed for the record); an exec line that plainly "
+          "needs it is refused at its line")
 ROOT_FIX = "run netrig as root (namespaces and links need CAP_SYS_ADMIN and CAP_NET_ADMIN)"
 HELPERS = {"nsenter": "util-linux"}  # programs probes use, and their Debian packages
 MAX_PARALLEL = 12  # probes at once; each holds one scratch namespace and two threads

@@ -22,6 +22,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from netrig.base import forked
+from netrig.base.disjoint import DisjointSets
 from netrig.lab import fibcheck, netns
 from netrig.plan.model import LabPlan, NodePlan
 
@@ -259,15 +260,8 @@ def prove(
 def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
     """(source, target, address) pairs the lab's routing promises to connect."""
     hosts = plan.hosts()
-    if plan.protocol == "none":  # direct neighbours only, on their link addresses
-        pairs = []
-        for node in hosts:
-            for iface in node.ifaces:
-                peer = plan.nodes[iface.peer]
-                if peer.kind == "host" and not iface.master:
-                    addrs = peer.iface(iface.peer_iface).addrs
-                    pairs += [(node.name, peer.name, a.split("/")[0]) for a in addrs]
-        return pairs
+    if plan.protocol == "none":  # neighbours only, on their link addresses
+        return _neighbour_pairs(plan, mode)
     families = [f for f in (4, 6) if any(h.addresses(f) for h in hosts)]
     targets = {(h.name, f): plan.addr(h.name, f) for h in hosts for f in families if h.addresses(f)}
     if mode == "auto":
@@ -287,6 +281,45 @@ def check_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
             for f in families:
                 if (dst.name, f) in targets and hops[src.name][dst.name] < reach[f]:
                     pairs.append((src.name, dst.name, targets[(dst.name, f)]))
+    return pairs
+
+
+def _neighbour_pairs(plan: LabPlan, mode: str) -> list[tuple[str, str, str]]:
+    """Without routing, the hosts a host reaches: the far end of each of its wires, and
+    every other host on a switched segment it is on (switch nodes, Linux or Open vSwitch,
+    linked to each other make one segment), each at its addresses there. `sample` (and
+    `auto` on a segment of more than AUTO_ALL_PAIRS_MAX hosts) pings SAMPLE_TARGETS of a
+    segment's hosts from each."""
+    switches = {n.name for n in plan.nodes.values() if n.kind == "switch"}
+    fabric = DisjointSets(switches)
+    for link in plan.links:
+        if link.a in switches and link.b in switches:
+            fabric.union(link.a, link.b)
+    ports: dict[str, list[tuple[str, list[str]]]] = {}  # segment → (host, addresses)
+    pairs = []
+    for node in plan.hosts():
+        for iface in node.ifaces:
+            if iface.master:
+                continue
+            addrs = [a.split("/")[0] for a in iface.addrs]
+            if iface.peer in switches:
+                ports.setdefault(fabric.find(iface.peer), []).append((node.name, addrs))
+                continue
+            peer = plan.nodes[iface.peer]
+            if peer.kind == "host":
+                there = peer.iface(iface.peer_iface).addrs
+                pairs += [(node.name, peer.name, a.split("/")[0]) for a in there]
+    rng = random.Random(plan.name)
+    for members in ports.values():
+        hosts: dict[str, list[str]] = {}
+        for name, addrs in members:
+            hosts.setdefault(name, addrs)  # a host's first port on the segment
+        sample = mode == "sample" or (mode == "auto" and len(hosts) > AUTO_ALL_PAIRS_MAX)
+        for src in hosts:
+            others = [h for h in hosts if h != src]
+            if sample and len(others) > SAMPLE_TARGETS:
+                others = rng.sample(others, SAMPLE_TARGETS)
+            pairs += [(src, dst, a) for dst in others for a in hosts[dst]]
     return pairs
 
 

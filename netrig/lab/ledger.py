@@ -58,6 +58,13 @@ class LabRecord(NamedTuple):
         """The process that built the lab still runs (e.g. `netrig run` using it)."""
         return self.starttime is not None and process_alive(self.pid, self.starttime)
 
+    def shown_state(self) -> str:
+        """The state as `netrig status` says it: a lab still `building` whose builder has
+        died (`kill -9` of `up`) will never be up, and says how to remove what it left."""
+        if self.state == "building" and not self.builder_alive():
+            return f"interrupted (builder gone): netrig clean {self.name}"
+        return self.state
+
 
 class ObjectRecord(NamedTuple):
     id: int

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
+from netrig.plan.model import BRIDGE_TIMERS
+
 NETLINK_ROUTE = 0
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
@@ -186,13 +188,15 @@ def new_bridge(
     index: int = 0,
     stp: bool = False,
     mac: str | None = None,
-    forward_delay_s: float = 2.0,
     what: str = "",
 ) -> Request:
-    """A Linux bridge; with STP the forward delay is kept at the kernel's 2 s minimum."""
+    """A Linux bridge; with STP the forward delay is kept at the kernel's 2 s minimum
+    (netrig.plan.model.BRIDGE_TIMERS, which `netrig export` writes too)."""
+    timers = BRIDGE_TIMERS
     data = attr_u32(IFLA_BR_STP_STATE, 1 if stp else 0)
-    data += attr_u32(IFLA_BR_FORWARD_DELAY, int(forward_delay_s * 100))
-    data += attr_u32(IFLA_BR_HELLO_TIME, 100)
+    data += attr_u32(IFLA_BR_FORWARD_DELAY, timers["forward_delay"])
+    data += attr_u32(IFLA_BR_HELLO_TIME, timers["hello_time"])
+    data += attr_u32(IFLA_BR_MAX_AGE, timers["max_age"])
     linkinfo = attr_str(IFLA_INFO_KIND, "bridge") + attr(IFLA_INFO_DATA, data)
     body = ifinfo(index, IFF_UP, IFF_UP) + attr_str(IFLA_IFNAME, name)
     if mac:

@@ -280,7 +280,7 @@ def _node(
     image = _pick(chain, "image")
     cmd = _pick(chain, "cmd")
     if cmd is not None:
-        out["cmd"] = str(cmd[1])
+        out["cmd"] = reader.doc.text(cmd[0], cmd[1])
         reader.marks[("nodes", index, "cmd")] = cmd[0]
     if image is not None:
         image_path, image_name = image
@@ -317,7 +317,7 @@ def _exec_lines(reader: _Reader, name: str, found: tuple[Path, Any], index: int)
         return []
     out: list[str] = []
     for i, line in enumerate(lines):
-        text = str(line)
+        text = reader.doc.text((*path, i), line)  # `- true` is the command true, as in clab
         if _installs_packages(text):
             note(reader.where((*path, i)), f"{name}: package install skipped (there is no "
                  f"image; netrig uses the host's programs): {text}")  # fmt: skip

@@ -357,7 +357,7 @@ def _lab_file(doc: yamlmarks.MarkedDoc, data: dict[str, Any]) -> yamlmarks.Marke
     where = doc.where(("lab",))
     if not isinstance(data["lab"], str) or not data["lab"]:
         raise SpecError([Problem(where, "lab: a path to a lab file, e.g. lab: fabric.clab.yml")])
-    extra = [k for k in data if k not in (*EXPERIMENT_KEYS, "lab", "name")]
+    extra = [k for k in data if k not in (*EXPERIMENT_KEYS, "lab", "name", "topo")]
     if extra:
         raise SpecError(
             [
@@ -368,17 +368,27 @@ def _lab_file(doc: yamlmarks.MarkedDoc, data: dict[str, Any]) -> yamlmarks.Marke
             ]
         )
     path = os.path.join(os.path.dirname(os.path.abspath(doc.file)), data["lab"])
+    topo = data.get("topo")
+    topo_at = doc.where(("topo",)) if "topo" in data else where
+    if topo is not None and (not isinstance(topo, str) or not topo):
+        raise SpecError([Problem(topo_at, "topo: a Mininet file's topology, NAME[,ARGS] as "
+                                          "--topo takes it, e.g. topo: \"tree,2\"")])  # fmt: skip
     try:
-        lab_doc = foreign.lab_doc(path)
+        lab_doc = foreign.lab_doc(path, topo=topo)
     except SpecError as exc:
-        if exc.problems and exc.problems[0].where == path:  # unreadable: say where it was named
-            raise SpecError([Problem(where, f"lab {path}: {exc.problems[0].message}")]) from None
+        # said in the experiment's words: `topo:` beside `lab:`, not `up`'s --topo option
+        if exc.problems and exc.problems[0].where in (path, "--topo"):
+            first = exc.problems[0]
+            message = first.message.replace("--topo NAME", "`topo: NAME` beside `lab:`")
+            message = message.replace("--topo", "`topo:`")
+            at = topo_at if first.where == "--topo" else where
+            raise SpecError([Problem(at, f"lab {path}: {message}")]) from None
         raise
     return foreign.with_name(lab_doc, data.get("name"))
 
 
 def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
-    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS, "lab"]
+    known = [*LabSpec.model_fields, *EXPERIMENT_KEYS, "lab", "topo"]
     problems = []
     for key in doc.data:
         if key not in known:
@@ -387,6 +397,9 @@ def _check_top_keys(doc: yamlmarks.MarkedDoc) -> None:
                 f" (did you mean {close[0]!r}?)" if close else f"; known keys: {', '.join(known)}"
             )
             problems.append(Problem(doc.where((key,), key=True), f"unknown key {key!r}{hint}"))
+    if "topo" in doc.data and "lab" not in doc.data:
+        problems.append(Problem(doc.where(("topo",), key=True), "topo: picks the topology of a "
+                                "Mininet file named by `lab: FILE.py`; this file has no `lab:`"))
     if problems:
         raise SpecError(problems)
 

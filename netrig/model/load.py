@@ -183,7 +183,7 @@ def merge_graph(
         explicit.add(node.name)
         graph.nodes[node.name] = node  # overrides a generated node of that name
         graph.node_paths[node.name] = ("nodes", i)
-    seen_explicit: set[frozenset[str]] = set()
+    seen_explicit: dict[frozenset[str], int] = {}  # the pair → its first link's index
     for i, link in enumerate(spec.links):
         for end in ("a", "b"):
             name = getattr(link, end)
@@ -193,10 +193,16 @@ def merge_graph(
                     Problem(graph.where(("links", i, end)), f"link to unknown node {name!r}{hint}")
                 )
         key = frozenset((link.a, link.b))
-        if key in seen_explicit:
-            problems.append(Problem(graph.where(("links", i)), f"duplicate link {link.a}–{link.b}"))
+        if key in seen_explicit:  # parallel links: the plan has one link per pair of nodes
+            at = graph.where(("links", seen_explicit[key]))
+            parts = at.rsplit(":", 2)
+            first = f"on line {parts[1]}" if len(parts) == 3 and parts[1].isdigit() else at
+            problems.append(Problem(graph.where(("links", i)), (
+                f"a second link {link.a}–{link.b} (the first is {first}): netrig builds "
+                f"one link between two nodes; put a switch node ({_switch_words(graph)}) on "
+                "the second, or leave it out")))  # fmt: skip
             continue
-        seen_explicit.add(key)
+        seen_explicit[key] = i
         merged = _merge_attrs(spec.link_defaults, link)
         glink = GraphLink(
             link.a,
@@ -259,6 +265,16 @@ def _check_shared_netns(graph: LabGraph, problems: list[Problem]) -> None:
             problems.append(
                 Problem(where, f"{name} shares {node.netns}'s namespace, so it has no links")
             )
+
+
+def _switch_words(graph: LabGraph) -> str:
+    """How the file's own language says "a switch node"."""
+    file = graph.doc.file if graph.doc is not None else ""
+    if file.endswith(".py"):
+        return "Mininet: addSwitch"
+    if file.endswith((".clab.yml", ".clab.yaml")):
+        return "containerlab: kind bridge"
+    return "kind: switch"
 
 
 def _merge_attrs(defaults: LinkAttrs, link: Link) -> LinkAttrs:

@@ -4,7 +4,7 @@ within bounds (size, values, depth, alias expansion) so a hostile file is answer
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -28,6 +28,15 @@ class MarkedDoc:
     file: str
     value_marks: dict[KeyPath, Mark]
     key_marks: dict[KeyPath, Mark]
+    # the text as written of scalars YAML read as other than a string (`true`, `1.0`, `~`):
+    # what a reader that wants strings takes, as containerlab's Go YAML does
+    texts: dict[KeyPath, str] = field(default_factory=dict)
+
+    def text(self, path: KeyPath, value: Any) -> str:
+        """The value at path as a string: a string itself, else the scalar as written."""
+        if isinstance(value, str):
+            return value
+        return self.texts.get(path, str(value))
 
     def where(self, path: KeyPath, *, key: bool = False) -> str:
         """`file:line:col` of the deepest known prefix of path (the key itself if asked)."""
@@ -192,7 +201,12 @@ class _Builder:
                         self.where(event.start_mark), "one YAML document per file (found a `---`)"
                     )
             elif isinstance(event, yaml.ScalarEvent):
-                self.add(self.scalar(event), 1, event, event.anchor)
+                value = self.scalar(event)
+                if not isinstance(value, str):
+                    at = self.path(event)
+                    if at is not None:
+                        self.doc.texts[at] = event.value
+                self.add(value, 1, event, event.anchor)
             elif isinstance(event, yaml.AliasEvent):
                 self.alias(event)
             elif isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):

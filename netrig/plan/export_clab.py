@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from netrig.plan.model import LabPlan, LinkPlan, NodePlan
+from netrig.plan.model import BRIDGE_TIMERS, LabPlan, LinkPlan, NodePlan
 
 DEFAULT_IMAGE = "${NETRIG_CLAB_IMAGE:=nicolaka/netshoot}"  # any image with ip, tc and sysctl
 
@@ -102,8 +102,9 @@ def _node_lines(plan: LabPlan, node: NodePlan) -> list[str]:
     bridge = node.bridge or (None if node.ovs is None else "br0")
     if bridge is not None:
         name = node.bridge.name if node.bridge else "br0"
-        stp = (
-            " stp_state 1"
+        timers = " ".join(f"{key} {value}" for key, value in BRIDGE_TIMERS.items())
+        stp = (  # with netrig's timers: the kernel's defaults forward only after ~30 s
+            f" stp_state 1 {timers}"
             if (node.bridge and node.bridge.stp) or (node.ovs and node.ovs.stp)
             else ""
         )

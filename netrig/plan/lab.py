@@ -142,6 +142,8 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     _check_link_ends(graph, nodes, links, problems)
     if not problems and any(g.a_addr or g.b_addr for g in graph.links):
         _check_written_addresses(graph, nodes, networks, problems)
+        if not problems and (proto.plans_routes() or proto.runs_daemons()):
+            _check_segments_apart(graph, nodes, networks, problems)
     resolve_firewalls(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -312,6 +314,50 @@ def _check_written_addresses(
                                                        "of their own"))  # fmt: skip
                     return
             active.append((version, hi, b, pb))
+
+
+def _check_segments_apart(
+    graph: LabGraph,
+    nodes: dict[str, NodePlan],
+    networks: list[NetworkPlan],
+    problems: list[Problem],
+) -> None:
+    """Under a routing that connects subnets (static routes, a routing daemon), two
+    segments whose subnets overlap, on any nodes: every node then has a route to the one
+    beside its own connected subnet (`up` failed with EEXIST), or a daemon routes one of
+    them nowhere. Said at the later link's line (the one whose addresses the file wrote)."""
+    segment = {f"{n}:{port}": k for k, net in enumerate(networks) for n, port in net.members}
+    spans = []  # (version, first, last, link, segment, prefix)
+    for node in nodes.values():
+        for iface in node.ifaces:
+            port = f"{node.name}:{iface.master or iface.name}"
+            for cidr in iface.addrs:
+                if _link_local(cidr.split("/")[0]):
+                    continue
+                block = ip_network(cidr, strict=False)
+                spans.append((block.version, int(block.network_address),
+                              int(block.broadcast_address), iface.link,
+                              segment.get(port, -1 - iface.link), str(block)))  # fmt: skip
+    spans.sort()
+    active: list[tuple[int, int, int, int, str]] = []  # (version, last, link, segment, prefix)
+    for version, lo, hi, link, seg, prefix in spans:
+        active = [x for x in active if x[0] == version and x[1] >= lo]
+        for _v, _hi, other, other_seg, other_prefix in active:
+            if other_seg == seg:
+                continue
+            first, second = sorted((other, link))
+            written = [k for k in (first, second) if graph.links[k].a_addr or graph.links[k].b_addr]
+            if not written:
+                continue
+            at = second if second in written else first
+            p1, p2 = (other_prefix, prefix) if other == first else (prefix, other_prefix)
+            a, b = graph.links[first], graph.links[second]
+            problems.append(Problem(graph.where(graph.links[at].path), (
+                f"link {b.a}–{b.b}'s subnet {p2} overlaps {p1} of link {a.a}–{a.b}: "
+                f"under routing {graph.protocol.name} each link (or switched segment) needs "
+                "a subnet of its own")))  # fmt: skip
+            return
+        active.append((version, hi, link, seg, prefix))
 
 
 def _link_local(ip: str) -> bool:

@@ -25,7 +25,7 @@ from netrig.model.load import LabGraph, Problem, SpecError
 from netrig.plan.lab import build_plan
 from netrig.plan.model import LabPlan
 from netrig.rig.catalog import catalog
-from netrig.rig.hostneeds import Need, lacking
+from netrig.rig.hostneeds import Need, lacking, line_feature
 
 if TYPE_CHECKING:
     from netrig.model.experiment import ExperimentModel
@@ -278,6 +278,7 @@ def host_needs(
             (("ovs", "standalone" if standalone else ""), where(node_path(ovs_nodes[0].name)), "")
         )
     named: set[str] = set()  # programs of exec lines and cmds, each needed once
+    kernel_named: set[str] = set()  # kernel features exec lines need, each once
     for name, node in plan.nodes.items():
         if node.firewall:
             engine = node.firewall["engine"]
@@ -301,6 +302,18 @@ def host_needs(
                         where((*node_path(name), *place)),
                         f"{name}: {what} {shlex.join(argv)}: {argv[0]!r} is not on this "
                         "host's PATH (nodes run the host's programs)",
+                    )
+                )
+        for j, argv in enumerate(node.exec):  # a kernel feature the line plainly needs
+            needed = line_feature(argv)
+            if needed is not None and needed[0] not in kernel_named:
+                kernel_named.add(needed[0])
+                needs.append(
+                    (
+                        ("feature", needed[0]),
+                        where((*node_path(name), "exec", j)),
+                        f"{name}: exec line {shlex.join(argv)} needs {needed[1]}; this "
+                        f"kernel has no {needed[0]} (see `netrig doctor`)",
                     )
                 )
         for j, (source, inside, _ro) in enumerate(node.binds):

@@ -146,6 +146,14 @@ def test_defaults_kinds_groups_inherit_as_containerlab(tmp_path: Path) -> None:
             9,
             "interface a:eth1 is already an end of the link on line 8",
         ),
+        (  # parallel links: they had been "duplicate link r1–r2"
+            "    r1: {kind: linux}\n    r2: {kind: linux}\n"
+            '  links:\n    - endpoints: ["r1:eth1", "r2:eth1"]\n'
+            '    - endpoints: ["r1:eth2", "r2:eth2"]\n',
+            8,
+            "a second link r1–r2 (the first is on line 7): netrig builds one link between two "
+            "nodes; put a switch node (containerlab: kind bridge) on the second, or leave it out",
+        ),
         (  # the loopback as an endpoint had been "used twice" (it is used once)
             "    a: {kind: linux}\n    b: {kind: linux}\n"
             '  links:\n    - endpoints: ["a:lo", "b:eth1"]\n',
@@ -222,3 +230,110 @@ def test_experiment_names_a_containerlab_lab(tmp_path: Path) -> None:
     missing = tmp_path / "missing.clab.yml"
     assert result.returncode == 2
     assert f"{bad}:1:6: lab {missing}: cannot read: No such file" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "feature"),
+    [
+        ("tc qdisc add dev eth1 root netem delay 10ms", "netem"),
+        ("/sbin/tc qdisc replace dev eth1 parent 1:1 handle 10: fq_codel", "fq_codel"),
+        ("tc qdisc change dev eth1 root handle 1: fq", "fq"),
+        ("tc qdisc add dev eth1 root tbf rate 1mbit burst 32kbit latency 400ms", "tbf"),
+        ("ip link add link eth1 name eth1.10 type vlan id 10", "vlan"),
+        ("ip link add d0 type dummy", "dummy"),
+        ("ip link add bond0 type bond mode 802.3ad", "bonding"),
+        ("ip link add red type vrf table 10", "vrf"),
+        ("ip link add wg0 type wireguard", "wireguard"),
+        ("ip link add t0 type gretap remote 192.0.2.2 local 192.0.2.1", "gre"),
+        ("ip link add g0 type geneve id 5 remote 192.0.2.2", "geneve"),
+        ("ip link add link eth1 iv0 type ipvlan mode l2", "ipvlan"),
+        # what netrig cannot tell for sure: nothing
+        ("tc qdisc del dev eth1 root", None),
+        ("tc qdisc add dev eth1 root stab overhead 4 netem delay 1ms", None),
+        ("tc -s qdisc show dev eth1", None),
+        ("ip link set eth1 type vlan", None),
+        ("ip addr add 192.0.2.1/24 dev eth1", None),
+        ("sh -c 'tc qdisc add dev eth1 root netem delay 1ms'", None),
+        ("ip link add x0 type", None),
+    ],
+)
+def test_the_kernel_feature_an_exec_line_plainly_needs(line: str, feature: str | None) -> None:
+    import shlex
+
+    from netrig.rig.hostneeds import line_feature
+
+    found = line_feature(shlex.split(line))
+    assert (found[0] if found else None) == feature
+
+
+NETEM_LINE = """\
+name: c7
+topology:
+  nodes:
+    a:
+      kind: linux
+      exec:
+        - ip addr add 192.0.2.1/24 dev eth1
+        - tc qdisc add dev eth1 root netem delay 10ms
+        - ip link add red type vrf table 10
+    b:
+      kind: linux
+      exec: [ip addr add 192.0.2.2/24 dev eth1]
+  links:
+    - endpoints: ["a:eth1", "b:eth1"]
+"""
+
+
+def test_an_exec_line_that_needs_a_kernel_feature_the_host_lacks_is_refused_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """validate said ok; `up` failed (exit 1): "Specified qdisc kind is unknown"."""
+    from netrig.host import features
+
+    lacks = {"netem", "vrf"}
+    monkeypatch.setattr(features, "has_feature", lambda name: name not in lacks)
+    path = write(tmp_path, NETEM_LINE)
+    assert problems_of(path) == [
+        f"{path}:8:11: a: exec line tc qdisc add dev eth1 root netem delay 10ms needs the netem "
+        "qdisc; this kernel has no netem (see `netrig doctor`)",
+        f"{path}:9:11: a: exec line ip link add red type vrf table 10 needs VRF devices; this "
+        "kernel has no vrf (see `netrig doctor`)",
+    ]
+    lacks.clear()
+    build_plan(load_file(path))
+
+
+def test_validate_refuses_a_netem_exec_line_where_the_kernel_lacks_netem(tmp_path: Path) -> None:
+    from netrig.host import features
+
+    if features.has_feature("netem"):
+        pytest.skip("this kernel has netem")
+    path = write(tmp_path, NETEM_LINE.replace("        - ip link add red type vrf table 10\n", ""))
+    done = netrig_cli("validate", path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"{path}:8:11: a: exec line tc qdisc add dev eth1 root netem "
+                                  "delay 10ms needs the netem qdisc"), done.stderr  # fmt: skip
+
+
+def test_exec_lines_yaml_reads_as_other_than_strings_are_taken_as_written(tmp_path: Path) -> None:
+    """containerlab reads exec into strings: `- true` is the command `true`. netrig had
+    refused it as "'True' is not on this host's PATH"."""
+    path = write(tmp_path, """\
+        name: bools
+        topology:
+          nodes:
+            a:
+              kind: linux
+              cmd: yes
+              exec:
+                - true
+                - false
+                - 1.50
+            b: {kind: linux}
+          links: [{endpoints: ["a:eth1", "b:eth1"]}]
+        """)
+    assert problems_of(path) == [f"{path}:10:11: a: exec line 1.50: '1.50' is not on this "
+                                 "host's PATH (nodes run the host's programs)"]  # fmt: skip
+    Path(path).write_text(Path(path).read_text().replace("        - 1.50\n", ""))
+    plan = build_plan(load_file(path))
+    assert plan.nodes["a"].exec == [["true"], ["false"]] and plan.nodes["a"].cmd == ["yes"]

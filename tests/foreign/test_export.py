@@ -110,3 +110,43 @@ def test_exported_ring_up_routes_like_the_original(tmp_path: Path) -> None:
         assert routes.stdout.count("nexthop via") == 2  # both ways round the ring, as netrig's
     finally:
         lab.down()
+
+
+STP_LAB = ("nodes: [{name: a}, {name: b}, {name: c}, {name: s1, kind: switch, stp: true},\n"
+           "        {name: s2, kind: switch, stp: true}]\n"
+           "links: [{a: a, b: s1}, {a: b, b: s2}, {a: s1, b: s2}, {a: c, b: s1}, {a: c, b: s2}]\n"
+           "routing: {protocol: none}\n")  # fmt: skip
+
+
+def test_an_stp_bridge_is_exported_with_the_timers_netrig_builds_it_with() -> None:
+    """`stp_state 1` alone left the kernel's 15 s forward delay: the exported lab forwarded
+    ~30 s after `up`, netrig's own build of it after ~4 s."""
+    from netrig.rig.prepare import load_text
+
+    plan = build_plan(load_text(f"name: stp\n{STP_LAB}"))
+    data = yaml.safe_load(to_clab(plan, "stp.yaml"))
+    assert ("ip link add br0 type bridge stp_state 1 forward_delay 200 hello_time 100 "
+            "max_age 2000") in data["topology"]["nodes"]["s1"]["exec"]  # fmt: skip
+
+
+@requires_root
+def test_the_exported_bridge_timers_are_those_of_netrigs_own_bridge(tmp_path: Path) -> None:
+    import re
+
+    src = tmp_path / "stp.yaml"
+    name = new_lab_name("st")
+    src.write_text(f"name: {name}\n{STP_LAB}")
+    out = tmp_path / "stp.clab.yml"
+    assert netrig_cli("export", str(src), "-o", str(out)).returncode == 0
+    line = next(x for x in yaml.safe_load(out.read_text())["topology"]["nodes"]["s1"]["exec"]
+                if "type bridge" in x)  # fmt: skip
+    exported = dict(re.findall(r"(forward_delay|hello_time|max_age) (\d+)", line))
+    lab = Lab.from_file(str(src))
+    try:
+        lab.up(check_reachability=False)
+        shown = lab.exec("s1", ["ip", "-d", "link", "show", "br0"], capture_output=True).stdout
+        built = dict(re.findall(r"\b(forward_delay|hello_time|max_age) (\d+)", shown))
+        assert set(built) == {"forward_delay", "hello_time", "max_age"}, shown
+        assert exported == built
+    finally:
+        lab.down()

@@ -155,6 +155,13 @@ def test_topo_choice_builtin_and_arguments(tmp_path: Path) -> None:
             "addLink: no node 'h9'",
         ),
         ("class T(Topo): pass\nclass U(Topo): pass\n", 0, "topos = {'mine': MyTopo}"),
+        (  # Mininet's Topo is a multigraph: this had been "duplicate link h1–s1"
+            "class T(Topo):\n    def build(self):\n        s, h = self.addSwitch('s1'), "
+            "self.addHost('h1')\n        self.addLink(h, s)\n        self.addLink(h, s)\n",
+            7,
+            "a second link h1–s1 (the first is on line 6): netrig builds one link between two "
+            "nodes; put a switch node (Mininet: addSwitch) on the second, or leave it out",
+        ),
     ],
 )
 def test_errors_point_at_the_files_line(tmp_path: Path, body: str, line: int, words: str) -> None:
@@ -215,3 +222,46 @@ def test_example_up_with_bw_limits_carrying_traffic() -> None:
         assert rates["h3"] > 0.1 * rates["h2"], rates  # limited, not broken
     finally:
         lab.down()
+
+
+TWO_TOPOS = """\
+    from mininet.topo import Topo
+
+    class Line(Topo):
+        def build(self, k=2):
+            last = None
+            for i in range(1, k + 1):
+                s, h = self.addSwitch(f"s{i}"), self.addHost(f"h{i}")
+                self.addLink(h, s)
+                if last:
+                    self.addLink(last, s)
+                last = s
+
+    topos = {"line": Line, "one": lambda: Line(k=1)}
+    """
+
+
+def test_an_experiment_picks_a_mininet_files_topo_and_its_arguments(tmp_path: Path) -> None:
+    """The message said "pick one with --topo NAME", which `netrig run` does not have, and
+    a `topo:` key was an unknown key: such a file could not be measured."""
+    write(tmp_path, TWO_TOPOS, "two.py")
+    exp = tmp_path / "exp.yaml"
+
+    def validate(body: str) -> tuple[int, str, str]:
+        exp.write_text(f"name: mx\nlab: two.py\n{body}measure:\n"
+                       "  - ping: {src: h1, dst: h2, count: 1}\n")  # fmt: skip
+        done = netrig_cli("validate", str(exp))
+        return done.returncode, done.stdout, done.stderr
+
+    code, _out, err = validate("")
+    assert code == 2 and err.startswith(f"{exp}:2:6: lab {tmp_path}/two.py: the file's topos "
+                                        "are line, one: pick one with `topo: NAME` beside "
+                                        "`lab:`"), err  # fmt: skip
+    code, out, err = validate('topo: "line,{k}"\nvary: {k: [2, 3]}\n')  # a sweep over its args
+    assert code == 0 and "2 sweep points × 1 run, 2 labs" in out, err
+    code, _out, err = validate("topo: nope\n")
+    assert code == 2 and err.startswith(f"{exp}:3:7: lab {tmp_path}/two.py: no topology 'nope'")
+    exp.write_text("name: mx\ntopology: {kind: pair}\ntopo: line\nmeasure:\n"
+                   "  - ping: {src: n1, dst: n2, count: 1}\n")  # fmt: skip
+    done = netrig_cli("validate", str(exp))
+    assert done.returncode == 2 and done.stderr.startswith(f"{exp}:3:1: topo: picks the topology")

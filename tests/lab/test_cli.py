@@ -194,6 +194,11 @@ def test_a_lab_whose_build_was_killed_is_named_so_and_clean_removes_it(  # type:
     assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr
     assert f"was being built by netrig process {pid}, which ended before it finished" in again.stderr
     assert f"`netrig clean {lab_name}`" in again.stderr
+    # `status` had said `building` of it, forever
+    status = netrig_cli("status", env={**os.environ, "COLUMNS": "200"})
+    (row,) = [line for line in status.stdout.splitlines() if f" {lab_name} " in line]
+    assert f"interrupted (builder gone): netrig clean {lab_name}" in row, status.stdout
+    assert "building" not in row
     assert not [ns for ns in netns.list_names() if ns.startswith(lab_name + "-")]
     assert netrig_cli("clean", lab_name).returncode == 0
     assert lab_name not in Ledger().all_lab_names()

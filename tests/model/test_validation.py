@@ -116,6 +116,20 @@ def test_duplicate_node_and_self_loop() -> None:
         """) == ["lab.yaml:4:12: duplicate node 'a'"]
 
 
+def test_a_second_link_between_two_nodes_says_what_netrig_builds_and_what_to_do() -> None:
+    """It was "duplicate link a–b", though its interfaces differ (containerlab topologies
+    routinely have parallel links; netrig's plan has one link per pair of nodes)."""
+    assert problems("""\
+        name: r
+        nodes: [{name: a}, {name: b}]
+        links:
+          - {a: a, b: b}
+          - {a: b, b: a, a_ifname: e2, b_ifname: e2}
+        """) == ["lab.yaml:5:5: a second link b–a (the first is on line 4): netrig builds one "
+                 "link between two nodes; put a switch node (kind: switch) on the second, or "
+                 "leave it out"]  # fmt: skip
+
+
 def test_interface_name_too_long() -> None:
     assert problems("""\
         name: r
@@ -391,6 +405,30 @@ def test_a_mininet_topology_stops_at_the_bound_as_it_is_built() -> None:
             """,
             "lab.yaml:5:5: n3:eth0 and n1:eth0 both have address 198.51.100.129",
         ),
+        (  # one subnet on two links apart: n3 got a static route to its own connected
+            # subnet, and `up` failed with a raw EEXIST (exit 1)
+            """\
+            name: r
+            topology: {kind: chain, nodes: 4}
+            links:
+              - {a: n1, b: n2, a_addr: 192.0.2.1/24, b_addr: 192.0.2.2/24}
+              - {a: n3, b: n4, a_addr: 192.0.2.3/24, b_addr: 192.0.2.4/24}
+            """,
+            "lab.yaml:5:5: link n3–n4's subnet 192.0.2.0/24 overlaps 192.0.2.0/24 of link "
+            "n1–n2: under routing static each link (or switched segment) needs a subnet of "
+            "its own",
+        ),
+        (  # overlapping, not equal; the later link is named whichever is wider
+            """\
+            name: r
+            topology: {kind: chain, nodes: 4}
+            routing: {protocol: ospf}
+            links:
+              - {a: n1, b: n2, a_addr: 192.0.2.1/24, b_addr: 192.0.2.2/24}
+              - {a: n3, b: n4, a_addr: 192.0.2.129/25, b_addr: 192.0.2.130/25}
+            """,
+            "lab.yaml:6:5: link n3–n4's subnet 192.0.2.128/25 overlaps 192.0.2.0/24 of link n1–n2",
+        ),
     ],
 )
 def test_written_addresses_that_clash_are_refused_at_their_link(text: str, says: str) -> None:
@@ -477,6 +515,16 @@ def test_a_bind_over_the_nodes_proc_or_sys_is_refused() -> None:
         links:
           - {a: n1, b: lan, a_addr: 192.0.2.1/24}
           - {a: h1, b: lan, a_addr: 192.0.2.2/24}
+        """,
+        # without routing between them, one subnet on two links apart is the file's choice
+        # (exec lines may bridge them)
+        """\
+        name: r
+        topology: {kind: chain, nodes: 4}
+        routing: {protocol: none}
+        links:
+          - {a: n1, b: n2, a_addr: 192.0.2.1/24, b_addr: 192.0.2.2/24}
+          - {a: n3, b: n4, a_addr: 192.0.2.3/24, b_addr: 192.0.2.4/24}
         """,
     ],
 )
