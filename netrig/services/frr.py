@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import pwd
 import shlex
-import subprocess
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 FRR_DIR = "/usr/lib/frr"
 ALWAYS = ("zebra", "staticd")  # as frrcommon.sh: these run whatever the daemons file says
 ETC = "/etc/frr"
+LOAD = ["vtysh", "-b"]  # what loads the node's /etc/frr/frr.conf into its running daemons
 DEFAULTS = {  # the node's /etc/frr before its binds (as the FRR image ships it)
     "daemons": "# FRR's daemons for a netrig node (no bind gave one): zebra and staticd only\n"
                "vtysh_enable=yes\n",
@@ -110,11 +110,10 @@ class Frr(Service[FrrOptions]):
         # watchfrr restarts, as its own, every daemon it finds not answering on its vty
         # socket (a restart's old socket files stay): it starts once they all answer
         vty = [os.path.join(frr_run, f"{n}.vty") for n in names]
-        daemons.start(lab, node, "frr", [f"{FRR_DIR}/watchfrr", *names], vty)
-        loaded = lab.exec(node, ["vtysh", "-b"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if loaded.returncode != 0:
-            raise LabError(f"{node}: frr: vtysh -b could not load /etc/frr/frr.conf:\n"
-                           f"{loaded.stdout.strip()}")  # fmt: skip
+        # then `vtysh -b` loads /etc/frr/frr.conf into the daemons, as frrinit.sh does; it
+        # is remembered with watchfrr, so `netrig node N start` loads it too (it had
+        # restarted the daemons with no configuration: no `router ospf`, no routes)
+        daemons.start(lab, node, "frr", [f"{FRR_DIR}/watchfrr", *names], vty, LOAD)
 
     def ready(self, lab: Lab, node: str, options: FrrOptions, pid: int) -> bool:
         return True  # start() returns once every daemon answers and frr.conf is loaded

@@ -84,6 +84,35 @@ def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> Non
     assert not any(process_alive(pid, start) for pid, start in pids)
 
 
+def _ping_until(lab: Lab, src: str, dst: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lab.exec(src, ["ping", "-c1", "-W1", dst], capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@requires_tool("vtysh")
+def test_frr_node_stopped_and_started_by_hand_loads_its_frr_conf_again() -> None:
+    """`netrig node LAB r2 start` had restarted zebra, ospfd and staticd with no
+    configuration (no `vtysh -b`): no `router ospf`, h1 never reached h2 again."""
+    name = new_lab_name("cs")
+    lab = Lab.from_file(str(EXAMPLES / "clab-frr" / "frr.clab.yml"), name=name)
+    try:
+        lab.up()
+        for verb in ("stop", "start"):
+            done = netrig_cli("node", name, "r2", verb)
+            assert done.returncode == 0, done.stderr
+        shown = lab.exec("r2", ["vtysh", "-c", "show running-config"], capture_output=True)
+        assert "router ospf" in shown.stdout and "ospf router-id 192.0.2.2" in shown.stdout
+        assert _ping_until(lab, "h1", "203.0.113.70", 30), "h1 does not reach h2 after start"
+        neighbors = lab.exec("r2", ["vtysh", "-c", "show ip ospf neighbor"], capture_output=True)
+        assert "192.0.2.1" in neighbors.stdout and "Full" in neighbors.stdout, neighbors.stdout
+    finally:
+        lab.down()
+
+
 def test_a_cmd_that_fails_at_once_fails_up_with_its_output(tmp_path: Path) -> None:
     """`cmd: sh -c 'echo no config; exit 3'` had given "lab is up" with a node whose
     program was gone; `up` now fails with its log, and nothing is left."""
