@@ -52,6 +52,7 @@ from netrig.rig import Lab
 from netrig.rig.prepare import experiment_programs
 
 STEADY_TIMEOUT = 90.0  # seconds a run with events waits for shortest paths before it starts
+HEAL_TIMEOUT = 60.0  # seconds a lab netrig does not route may take to carry it all again
 
 
 # read-only properties: the store's records are frozen dataclasses
@@ -290,6 +291,28 @@ def _paths(lab: Lab, steps: list[MeasureStep], timeout: float = 0.0) -> list[str
     if longer:
         lines.append(f"(not on a shortest path after {timeout:g} s: {', '.join(longer)})")
     return lines
+
+
+def _reached(lab: Lab, pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (source, target) pairs whose traffic arrives, per the kernels' FIBs."""
+    try:
+        return {(a, b) for a, b, path in _trace(lab, pairs) if path.reached}
+    except Exception:  # a trace is a note beside the run, never its failure
+        return set()
+
+
+def _wait_reached(lab: Lab, pairs: set[tuple[str, str]], timeout: float) -> None:
+    """Until the traffic of every pair arrives again; LabError naming those that do not
+    after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while pairs:
+        missing = sorted(pairs - _reached(lab, sorted(pairs)))
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            names = ", ".join(f"{a} → {b}" for a, b in missing)
+            raise LabError(f"not reached again within {timeout:g} s: {names}")
+        time.sleep(0.25)
 
 
 def _timeline_text(timeline: faults.Timeline) -> str:
@@ -549,6 +572,9 @@ class _Session:
         steps = point.steps
         done: dict[str, StepOutcome] = {}
         paths = {"before the events": _paths(self.lab, steps, STEADY_TIMEOUT)}
+        # a lab whose routing netrig does not watch (a containerlab file's own FRR, static
+        # routes): what its measured traffic reaches now, to be reached again afterwards
+        reached = set() if self.lab.plan.routing_daemons else _reached(self.lab, _pairs(steps))
         with faults.during(self.lab, point.events) as timeline:
             threads = [
                 threading.Thread(
@@ -602,16 +628,20 @@ class _Session:
                 f"{measured_for:.1f} s, the first missed event is at {missed[0]:g} s; make the "
                 "measurements longer or the events earlier[/]"
             )
-        self._check_restored()
+        self._check_restored(reached)
         return result.finish()
 
-    def _check_restored(self) -> None:
+    def _check_restored(self, reached: set[tuple[str, str]]) -> None:
         """After the timeline is undone, the routing must heal for the next run to start as
         this one did; if it does not (batmand, for one, never reinstalls a route the kernel
-        dropped with a link unless it changes its mind), the lab is built anew."""
+        dropped with a link unless it changes its mind), the lab is built anew. Routing
+        netrig does not watch (a containerlab lab's own FRR, whose restarted ospfd needs
+        seconds to re-form its adjacencies) heals when the measured traffic that arrived
+        before the events (`reached`) arrives again."""
         assert self.lab is not None
         try:
             self.lab.wait_converged("after the events were undone")
+            _wait_reached(self.lab, reached, HEAL_TIMEOUT)
         except LabError as exc:
             self.say.note(
                 escape(f"lab {self.lab.name} did not heal after the events ({exc}); rebuilding it")

@@ -66,20 +66,29 @@ def write_file(lab: Lab, node: str, name: str, text: str) -> str:
 
 
 def start(
-    lab: Lab, node: str, name: str, argv: list[str], needs: Sequence[str] | None = None
+    lab: Lab,
+    node: str,
+    name: str,
+    argv: list[str],
+    needs: Sequence[str] | None = None,
+    then: Sequence[str] | None = None,
 ) -> subprocess.Popen[Any]:
     """Start daemon NAME in NODE and remember its command line for a later restart.
 
     NEEDS: Unix sockets (paths as the host sees them) that must accept connections before
     the daemon starts, such as FRR's watchfrr, which restarts every daemon it finds not
-    answering as its own (PIDs netrig does not know). They are remembered with the command
-    line, so a restart (`netrig node … start`, a service started again) waits for them as
-    the first start did; None: those remembered, if any."""
+    answering as its own (PIDs netrig does not know). THEN: a command run in the node once
+    the daemon is started, which must succeed (FRR's `vtysh -b`, which loads frr.conf into
+    the running daemons). Both are remembered with the command line, so a restart (`netrig
+    node … start`, a service started again) waits and loads as the first start did; None:
+    those remembered, if any."""
     path = os.path.join(lab.node_dir(node), DAEMONS_FILE)
     known = _records(lab, node)
     if needs is None:
         needs = known.get(name, {}).get("needs", [])
-    known[name] = {"argv": argv, "needs": list(needs)}
+    if then is None:
+        then = known.get(name, {}).get("then", [])
+    known[name] = {"argv": argv, "needs": list(needs), "then": list(then)}
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(known, fh)
@@ -88,7 +97,41 @@ def start(
         wait_until(lab, lambda: all(_answers(s) for s in needs), SOCKET_WAIT,
                    f"{node}: {name} waits for {', '.join(needs)}: nothing answered")  # fmt: skip
     _note(lab, node, name, "started: " + shlex.join(argv))
-    return lab.start_daemon(node, argv, name)
+    proc = lab.start_daemon(node, argv, name)
+    if then:
+        run_then(lab, node, name, list(then))
+    return proc
+
+
+def run_then(lab: Lab, node: str, name: str, then: list[str] | None = None) -> None:
+    """The command remembered to run after daemon NAME starts (see `start`), now; LabError
+    with its output if it fails. Nothing when there is none."""
+    if then is None:
+        then = _records(lab, node).get(name, {}).get("then", [])
+    if not then:
+        return
+    import subprocess  # here: the module imports it only for typing
+
+    done = lab.exec(node, then, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    _note(lab, node, name, f"then: {shlex.join(then)} (exit {done.returncode})")
+    if done.returncode != 0:
+        raise LabError(f"{node}/{name}: {shlex.join(then)} failed (exit {done.returncode}):\n"
+                       f"{done.stdout.strip()}")  # fmt: skip
+
+
+def restarts_then(lab: Lab, node: str, started: Sequence[str]) -> list[str]:
+    """After some of NODE's daemons (STARTED) were started again while others ran on: the
+    running ones' `then` commands, run again (FRR's `vtysh -b` in watchfrr's record loads
+    frr.conf into a zebra or ospfd restarted under a watchfrr that kept running); returns
+    the names whose command ran."""
+    if not started:
+        return []
+    ran = []
+    for name, record in _records(lab, node).items():
+        if name not in started and record.get("then"):
+            run_then(lab, node, name, list(record["then"]))
+            ran.append(name)
+    return ran
 
 
 def _answers(path: str) -> bool:

@@ -229,8 +229,9 @@ def stop_node(lab: Lab, node: str) -> list[str]:
 
 
 def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
-    """Start NODE's daemons again with the command lines they had (a service does not
-    wait to listen, as at `up`: a request right after may be refused); returns (started,
+    """Start NODE's daemons again with the command lines they had, and what `up` ran once
+    they started (FRR's `vtysh -b`, loading frr.conf: see daemons.start); a service does
+    not wait to listen, as at `up`: a request right after may be refused. Returns (started,
     already running)."""
 
     lab.plan.node(node)
@@ -245,6 +246,7 @@ def start_node(lab: Lab, node: str) -> tuple[list[str], list[str]]:
             continue
         daemons.start(lab, node, name, argv)  # waiting for what it needs, as at first
         started.append(f"{node}/{name}")
+    daemons.restarts_then(lab, node, [s.removeprefix(f"{node}/") for s in started])
     return started, skipped
 
 

@@ -40,6 +40,15 @@ class ConvergenceOptions(MeasureOptions):
     )
 
 
+def own_routing(plan: LabPlan) -> str:
+    """What runs routing in a lab beside netrig's protocol: `FRR in r1, r2` (a containerlab
+    FRR node, `services: [frr]`), `cmd in x`; empty if nothing does."""
+    frr = [n.name for n in plan.nodes.values() if any(s.kind == "frr" for s in n.services)]
+    cmd = [n.name for n in plan.nodes.values() if n.cmd and n.name not in frr]
+    parts = [f"FRR in {', '.join(frr)}"] if frr else []
+    return "; ".join(parts + ([f"cmd in {', '.join(cmd)}"] if cmd else []))
+
+
 @register
 class Convergence(Measurement[ConvergenceOptions]):
     name = "convergence"
@@ -49,6 +58,11 @@ class Convergence(Measurement[ConvergenceOptions]):
 
     def check(self, options: ConvergenceOptions, plan: LabPlan) -> list[tuple[KeyPath, str]]:
         if plan.protocol in NOT_ROUTED:
+            own = own_routing(plan)
+            if own:
+                return [((), "convergence needs a netrig `routing:` protocol (static, ospf, "
+                         f"bgp, …), whose daemons netrig restarts and watches; the lab's own "
+                         f"daemons ({own}) are not netrig's to watch")]  # fmt: skip
             return [((), f"protocol {plan.protocol} has no routes to converge")]
         return []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from netrig.routing._frr import FrrOptions
 
@@ -24,6 +24,17 @@ class OspfOptions(FrrOptions):
     ecmp: bool = Field(True, description="install equal-cost paths as multipath routes")
     debug: bool = Field(False, description="log OSPF events and packets (verbose)")
 
+    @field_validator("bfd", "bfd_interval", "bfd_multiplier")
+    @classmethod
+    def _bfd_needs_frr(cls, value: Any, info: ValidationInfo) -> Any:
+        """BFD's options with BIRD, at their own line: BIRD runs without BFD here, so
+        `bfd_interval: 50` had been accepted and meant nothing. Their defaults are fine
+        (`bfd: false`; a plan's options, read again, hold every default)."""
+        default = cls.model_fields[str(info.field_name)].default
+        if info.data.get("daemon", "bird") == "bird" and value != default:
+            raise ValueError(f"{info.field_name} needs daemon: frr (netrig runs BIRD without BFD)")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _frr_hello(cls, data: Any) -> Any:
@@ -37,6 +48,4 @@ class OspfOptions(FrrOptions):
     def _dead_after_hello(self) -> OspfOptions:
         if self.dead is not None and self.dead <= self.hello:
             raise ValueError(f"dead ({self.dead} s) must be longer than hello ({self.hello} s)")
-        if self.daemon == "bird" and self.bfd:
-            raise ValueError("bfd needs daemon: frr (netrig runs BIRD without BFD)")
         return self

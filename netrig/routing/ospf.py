@@ -50,6 +50,13 @@ class Ospf(DaemonProtocol[OspfOptions]):
         assert isinstance(self.options, OspfOptions)
         return self.options
 
+    def sysctls(self) -> dict[str, str]:
+        """`hash:` is the kernel's, whichever suite routes: l4 (the default, as with FRR and
+        ecmp) spreads flows over BIRD's multipath routes by five-tuple, l3 by addresses. It
+        had been recorded in the plan and never set (policy 0: one path for every flow)."""
+        policy = "1" if self.opts.hash == "l4" else "0"
+        return {f"net.ipv{v}.fib_multipath_hash_policy": policy for v in (4, 6)}
+
     def config(self, lab: Lab, node: str) -> str:
         """bird.conf for one node."""
         plan_node = lab.plan.node(node)

@@ -84,6 +84,69 @@ def test_frr_node_runs_with_exactly_its_bound_files_and_carries_traffic() -> Non
     assert not any(process_alive(pid, start) for pid, start in pids)
 
 
+def _ping_until(lab: Lab, src: str, dst: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if lab.exec(src, ["ping", "-c1", "-W1", dst], capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@requires_tool("vtysh")
+def test_frr_node_stopped_and_started_by_hand_loads_its_frr_conf_again() -> None:
+    """`netrig node LAB r2 start` had restarted zebra, ospfd and staticd with no
+    configuration (no `vtysh -b`): no `router ospf`, h1 never reached h2 again."""
+    name = new_lab_name("cs")
+    lab = Lab.from_file(str(EXAMPLES / "clab-frr" / "frr.clab.yml"), name=name)
+    try:
+        lab.up()
+        for verb in ("stop", "start"):
+            done = netrig_cli("node", name, "r2", verb)
+            assert done.returncode == 0, done.stderr
+        shown = lab.exec("r2", ["vtysh", "-c", "show running-config"], capture_output=True)
+        assert "router ospf" in shown.stdout and "ospf router-id 192.0.2.2" in shown.stdout
+        assert _ping_until(lab, "h1", "203.0.113.70", 30), "h1 does not reach h2 after start"
+        neighbors = lab.exec("r2", ["vtysh", "-c", "show ip ospf neighbor"], capture_output=True)
+        assert "192.0.2.1" in neighbors.stdout and "Full" in neighbors.stdout, neighbors.stdout
+    finally:
+        lab.down()
+
+
+@requires_tool("vtysh")
+@requires_tool("fping")
+def test_node_events_on_a_clab_frr_lab_heal_before_the_next_run(tmp_path: Path) -> None:
+    """`events: [node r2 stop, node r2 start]` on the FRR example: both runs measure, and
+    the second starts once h1 and h2 reach each other again (netrig does not watch the
+    lab's own OSPF: it waits for the measured traffic). The second run had started on a
+    lab whose r2 ran FRR with no configuration and failed "no reply from h2"."""
+    from netrig.results.store import ResultStore
+
+    name = new_lab_name("ch")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(textwrap.dedent(f"""\
+        lab: {EXAMPLES / "clab-frr" / "frr.clab.yml"}
+        name: {name}
+        measure:
+          - ping: {{src: h1, dst: h2, count: 100, interval: 10ms, per_probe: true}}
+        events: [node r2 stop @ 0.3s, node r2 start @ 0.6s]
+        repeat: 2
+        """))  # fmt: skip
+    db = str(tmp_path / "r.db")
+    try:
+        done = netrig_cli("run", str(exp), "--db", db, "-q", timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    finally:
+        _down(name)
+    with ResultStore(db) as store:
+        (experiment,) = store.experiments()
+        runs = store.runs(experiment.id)
+        assert [r.status for r in runs] == ["ok", "ok"], [(r.status, r.reason) for r in runs]
+        texts = {name: t for step, name, t in store.outputs(runs[1].id) if step == "events"}
+        before = texts["paths"].split("when the measurements ended:")[0]
+        assert "h1 → h2: h1 (eth1) → r1" in before and "✘" not in before, texts["paths"]
+
+
 def test_a_cmd_that_fails_at_once_fails_up_with_its_output(tmp_path: Path) -> None:
     """`cmd: sh -c 'echo no config; exit 3'` had given "lab is up" with a node whose
     program was gone; `up` now fails with its log, and nothing is left."""

@@ -94,3 +94,25 @@ def test_daemons_recorded_by_a_netrig_before_needs_still_start_again(make_lab) -
     assert daemons.recorded(lab, "n1") == {"old": ["sleep", "60"]}
     assert faults.start_node(lab, "n1") == (["n1/old"], [])
     assert "old" in daemons.running(lab, "n1")
+
+
+def test_what_runs_after_a_daemon_starts_runs_again_at_every_start(make_lab, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """FRR's `vtysh -b` (frr.conf into the running daemons) ran once, at `up`: `netrig node
+    N start` brought the daemons back with no configuration. `then` is kept with the
+    command line: it runs at each start of its daemon, and again when only the daemons
+    beside it were started (the one it belongs to ran on); a failing one fails the start."""
+    lab = make_lab({"topology": {"kind": "chain", "nodes": 2}}, check=False)
+    marks = tmp_path / "marks"
+    then = ["sh", "-c", f"echo loaded >> {marks}"]
+    daemons.start(lab, "n1", "zebra", ["sleep", "60"])
+    daemons.start(lab, "n1", "watch", ["sleep", "60"], then=then)
+    assert marks.read_text() == "loaded\n"
+    daemons.stop(lab, "n1")
+    assert faults.start_node(lab, "n1") == (["n1/zebra", "n1/watch"], [])
+    assert marks.read_text() == "loaded\n" * 2  # once: with its daemon, not again after
+    daemons.stop(lab, "n1", names={"zebra"})
+    assert faults.start_node(lab, "n1")[0] == ["n1/zebra"]
+    assert marks.read_text() == "loaded\n" * 3  # watch ran on; its `then` ran again
+    daemons.stop(lab, "n1")
+    with pytest.raises(Exception, match=r"n1/watch: false failed \(exit 1\)"):
+        daemons.start(lab, "n1", "watch", ["sleep", "60"], then=["false"])

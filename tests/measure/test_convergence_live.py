@@ -56,3 +56,19 @@ def test_a_lab_without_routing_has_nothing_to_converge(tmp_path: Path, lab_name:
     out = netrig_cli("run", str(path), "--db", str(tmp_path / "r.db"))
     assert out.returncode == 2
     assert f"{path}:5:" in out.stderr and "protocol none has no routes to converge" in out.stderr
+
+
+def test_a_containerlab_lab_running_its_own_frr_is_told_convergence_needs_netrig_routing(
+    tmp_path: Path,
+) -> None:
+    """The FRR example routes (OSPF from its own frr.conf), yet convergence said "protocol
+    none has no routes to converge"; it says what convergence needs instead."""
+    clab = Path(__file__).resolve().parents[2] / "examples" / "clab-frr" / "frr.clab.yml"
+    path = tmp_path / "conv.yaml"
+    path.write_text(f"name: cc\nlab: {clab}\nmeasure:\n  - convergence: {{}}\n")
+    out = netrig_cli("validate", str(path))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"{path}:4:" in out.stderr, out.stderr
+    assert "convergence needs a netrig `routing:` protocol" in out.stderr, out.stderr
+    assert "(FRR in r1, r2) are not netrig's to watch" in out.stderr, out.stderr
+    assert "no routes to converge" not in out.stderr, out.stderr

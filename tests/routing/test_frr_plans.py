@@ -32,6 +32,12 @@ def test_frr_protocols_get_a_private_run_and_spread_flows_by_five_tuple() -> Non
         assert plan.sysctls["net.ipv6.fib_multipath_hash_policy"] == "1"
     bird = plan_of({"topology": {"kind": "pair"}, "routing": {"protocol": "ospf"}})
     assert not bird.private_run  # BIRD keeps its socket in the node directory
+    # the hash is the kernel's: BIRD's multipath routes are spread by it too (it had been
+    # recorded in the plan and never set)
+    assert bird.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+    assert bird.sysctls["net.ipv6.fib_multipath_hash_policy"] == "1"
+    l3 = plan_of({"topology": {"kind": "pair"}, "routing": {"protocol": "ospf", "hash": "l3"}})
+    assert l3.sysctls["net.ipv4.fib_multipath_hash_policy"] == "0"
 
 
 def test_ospf_daemon_frr_is_frr_and_bird_stays_the_default() -> None:
@@ -245,6 +251,8 @@ def test_ospf_frr_config_costs_timers_and_one_daemon_per_family() -> None:
         ("{protocol: isis, hello: 0}", "greater than or equal to 1"),
         ("{protocol: isis, bfd_interval: 5}", "greater than or equal to 10"),
         ("{protocol: ospf, bfd: true}", "bfd needs daemon: frr"),
+        ("{protocol: ospf, bfd_interval: 50}", "bfd_interval needs daemon: frr"),
+        ("{protocol: ospf, bfd_multiplier: 5}", "bfd_multiplier needs daemon: frr"),
         ("{protocol: ospf, daemon: quagga}", "'bird' or 'frr'"),
         ("{protocol: bgp, bfd: true, unnumbered: true}", "FRR 8.4 starts no BFD session"),
         ("{protocol: bgp, route_reflectors: [n1]}", "route_reflectors needs ibgp: true"),

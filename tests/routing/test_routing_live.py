@@ -531,3 +531,26 @@ def test_up_of_a_daemon_lab_says_who_routes_and_how_long_it_took(tmp_path: Path)
         assert converged and wall and 0 < float(converged[1]) <= float(wall[1]), up.stdout
     finally:
         netrig_cli("down", name)
+
+
+@requires_tool("bird")
+def test_bird_ospf_hash_l4_is_the_kernel_s_and_spreads_flows(daemon_lab) -> None:  # type: ignore[no-untyped-def]
+    """`hash: l4` (the default, as with FRR and ecmp) was recorded in the plan and never
+    set with BIRD: policy 0, every flow n1 → n3 on one of the two equal paths."""
+    from netrig.lab.trace import count_paths
+
+    lab = daemon_lab(
+        {"topology": {"kind": "ring", "nodes": 4}, "routing": {"protocol": "ospf", **FAST["ospf"]}}
+    )
+    for v in (4, 6):
+        key = f"net.ipv{v}.fib_multipath_hash_policy"
+        got = lab.exec("n1", ["sysctl", "-n", key], capture_output=True).stdout.strip()
+        assert got == "1", (key, got)
+
+    def both_paths() -> bool:
+        out = lab.exec("n1", ["ip", "route", "show", lab.addr("n3")], capture_output=True).stdout
+        return out.count("nexthop via") == 2
+
+    assert wait_for(both_paths, 15) is not None
+    used = {tuple(p.nodes()): n for p, n in count_paths(lab.plan, "n1", lab.addr("n3"), 64).items()}
+    assert set(used) == {("n1", "n2", "n3"), ("n1", "n4", "n3")} and min(used.values()) >= 8, used
