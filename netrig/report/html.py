@@ -525,8 +525,13 @@ def _comparison_row(reference: Group, g: Group) -> str:
         w = c.welch
         welch = "proven" if w.significant else "not proven"
     mw = f"{c.mann_whitney.p_value:.2g}"
-    if r.significant:
-        verdict, cls = ("increase", "up") if r.ci_low > 0 else ("decrease", "down")
+    # the t test that holds decides (Student's, or Welch's where the variances differ), as
+    # in `netrig compare`: an unbounded interval had said "no difference proven" beside a
+    # Student's t that proves one
+    if c.proven:
+        verdict, cls = c.direction, "up" if c.direction == "increase" else "down"
+        if not r.bounded:
+            verdict += " proven, size unbounded"
     else:
         verdict, cls = "no difference proven", ""
     cls_attr = f' class="{cls}"' if cls else ""

@@ -30,7 +30,14 @@ from netrig.stats.compare import (
     runs_needed_for,
     welch_t,
 )
-from netrig.stats.ministat import STUDENT_PCT, PlotError, RenderOptions, make_dataset, render
+from netrig.stats.ministat import (
+    STUDENT_PCT,
+    PlotError,
+    RenderOptions,
+    make_dataset,
+    render,
+    student_t,
+)
 
 MINISTAT_MIN_VALUES = 3  # ministat refuses a data set with fewer points
 DEFAULT_POWER = 0.8
@@ -86,6 +93,14 @@ class Comparison:
     # Student's t holds (variances alike, and ministat's block there to print it): the
     # relative interval then pools the variances as Student's t does, else it is Welch's
     student: bool = True
+    # the verdict of that t test (ministat's Student's t, else Welch's): every verdict
+    # netrig prints for the pair follows it, also when Fieller's interval is unbounded
+    proven: bool = False
+
+    @property
+    def direction(self) -> str:
+        """"increase" or "decrease": the sign of mean(candidate) - mean(reference)."""
+        return "increase" if self.welch.difference > 0 else "decrease"
 
     @property
     def runs_ok(self) -> bool:
@@ -108,6 +123,8 @@ def compare(
     variances = variance_test(a, b, confidence)
     # as the verdict printed beside the interval: see variance_line
     student = not variances.differ and min(len(a), len(b)) >= MINISTAT_MIN_VALUES
+    welch = welch_t(a, b, confidence)
+    proven = _student_proven(a, b, confidence) if student else welch.significant
     needed = None
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
         try:
@@ -118,7 +135,7 @@ def compare(
         a,
         b,
         confidence,
-        welch_t(a, b, confidence),
+        welch,
         variances,
         relative_difference(a, b, confidence, pooled=student),
         mann_whitney(a, b, confidence),
@@ -126,7 +143,19 @@ def compare(
         detect,
         needed,
         student,
+        proven,
     )
+
+
+def _student_proven(reference: np.ndarray, candidate: np.ndarray, confidence: float) -> bool:
+    """ministat's Student's t verdict, as its block prints it (scipy's Student's t for a
+    confidence level ministat's table lacks)."""
+    try:
+        index = confidence_index(confidence)
+    except ValueError:
+        return bool(stats.ttest_ind(candidate, reference).pvalue < 1 - confidence)
+    rs, ds = make_dataset(b"x", reference), make_dataset(b"+", candidate)
+    return student_t(ds, rs, index).proven
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -141,18 +170,23 @@ def _p(value: float) -> str:
 
 
 def relative_line(c: Comparison) -> str:
+    """The relative difference with Fieller's interval; its verdict is the t test's (the
+    one the reader is told holds), so the lines never contradict each other."""
     r = c.relative
+    test = "Student's t" if c.student else "Welch's t"
     if not r.bounded:
         shown = "" if math.isnan(r.percent) else f"{_pct(r.percent)}, "
+        what = (
+            f"a real {c.direction} ({test}), its size unbounded"
+            if c.proven
+            else "no difference proven"
+        )
         return (
             f"Relative difference: {shown}interval unbounded "
-            "(the reference mean is not clearly away from 0)"
+            f"(the reference mean is not clearly away from 0): {what}"
         )
-    assumption = "as Student's t" if c.student else "as Welch's t"
-    if r.significant:
-        what = "a real increase" if r.ci_low > 0 else "a real decrease"
-    else:
-        what = "no difference proven"
+    assumption = f"as {test}"
+    what = f"a real {c.direction}" if c.proven else "no difference proven"
     return (
         f"Relative difference: {_pct(r.percent)}, {c.confidence * 100:.1f}% interval "
         f"{_pct(r.ci_low)} .. {_pct(r.ci_high)} (Fieller, {assumption}): {what}"

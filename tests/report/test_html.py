@@ -125,6 +125,44 @@ def test_a_sweep_of_listed_points_is_shown_and_compared_point_by_point(tmp_path:
     assert "distribution per sweep point" in text
 
 
+def _store_points(path: Path, name: str, columns: dict[str, dict[int, list[float]]]) -> None:
+    """An experiment `name` with `vary: {k: …}`: per metric, the values of each k (one run
+    per repetition, every metric of a run in one record)."""
+    from netrig.base.sample import Sample
+
+    ks = sorted({k for per_k in columns.values() for k in per_k})
+    with ResultStore(path) as store:
+        text = f"name: {name}\nvary:\n  k: [{', '.join(map(str, ks))}]\n"
+        eid = store.begin_experiment(name, text, {}, {"command": "command"})
+        reps = max(len(v) for per_k in columns.values() for v in per_k.values())
+        for rep in range(reps):
+            for k in ks:
+                samples = [Sample(metric, per_k[k][rep], "") for metric, per_k in columns.items()]
+                store.record_run(eid, {"k": k}, rep, "ok", {"command": samples})
+        store.finish_experiment(eid, "ok")
+
+
+def _comparison_row(text: str, metric: str) -> list[str]:
+    start = text.index(f"<h3>{metric}</h3>", text.index('id="comparisons"'))
+    row = re.search(r"<tr><td>k=3</td><td>k=1</td>(.*?)</tr>", text[start:])
+    assert row is not None
+    return re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
+
+
+def test_the_verdict_is_the_t_tests_when_the_interval_is_unbounded(tmp_path: Path) -> None:
+    """A user's v = 1, 3, 2 against 7, 7, 4: Student's t in the row proves +200 % ± 160 %,
+    but the reference mean is too close to 0 for Fieller's interval, and the verdict had
+    said "no difference proven"."""
+    _store_points(tmp_path / "v.db", "h2stat", {"v": {1: [1, 3, 2], 3: [7, 7, 4]}})
+    with ResultStore(tmp_path / "v.db") as store:
+        text = render(load(store, "h2stat"))
+    cells = _comparison_row(text, "command v")
+    assert cells[1] == "no bound: the reference is too noisy"
+    assert cells[2] == "+200.00% ± 160.27%"
+    assert cells[-2] == "increase proven, size unbounded", cells
+    assert '<td class="up">increase proven, size unbounded</td>' in text
+
+
 def test_report_writes_numbers_as_the_terminal_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

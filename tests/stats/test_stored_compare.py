@@ -80,7 +80,7 @@ GOLDEN = {
         [0, 0, 0],
         [
             "Relative difference: interval unbounded (the reference mean is not clearly away "
-            "from 0)",
+            "from 0): no difference proven",
             "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
             "Mann-Whitney U = 4.5, p = 1: No difference proven at 95.0% confidence "
             "(P(+ > x) = 0.50); with 3 and 3 values p cannot go below 0.1",
@@ -92,7 +92,7 @@ GOLDEN = {
         [0.2, 0.3, 0.1, 0.4],
         [
             "Relative difference: +900.00%, interval unbounded (the reference mean is not "
-            "clearly away from 0)",
+            "clearly away from 0): no difference proven",
             "Variances differ (F = 0.0208, p = 0.0098): No difference proven at 95.0% "
             "confidence (Welch's t)",
             "Mann-Whitney U = 8, p = 1: No difference proven at 95.0% confidence (P(+ > x) = 0.50)",
@@ -101,6 +101,21 @@ GOLDEN = {
         ],
     ),
 }
+
+
+def test_an_unbounded_interval_keeps_the_t_tests_verdict() -> None:
+    """v = 1, 3, 2 against 7, 7, 4 (a user's counter): Student's t proves +200 % ± 160 %,
+    but the reference mean is too near 0 for Fieller's interval to close. The line had
+    said nothing of the verdict, and the report "no difference proven"."""
+    c = compare([1, 3, 2], [7, 7, 4], 0.95, 0.02)
+    assert c.student and c.proven and not c.relative.bounded
+    assert beyond_ministat(c)[0] == (
+        "Relative difference: +200.00%, interval unbounded (the reference mean is not "
+        "clearly away from 0): a real increase (Student's t), its size unbounded"
+    )
+    down = compare([-1, 1, 0.5, -0.4, 0.3], [-30, -30.01, -29.99, -30.005, -30], 0.95, 0.02)
+    assert down.proven and not down.student and not down.relative.bounded
+    assert beyond_ministat(down)[0].endswith("a real decrease (Welch's t), its size unbounded")
 
 
 @pytest.mark.parametrize("case", list(GOLDEN))
