@@ -25,6 +25,7 @@ from netrig.stats.compare import (
     RelativeDifference,
     SampleSize,
     WelchResult,
+    exact_splits,
     mann_whitney,
     relative_difference,
     runs_needed_for,
@@ -66,12 +67,13 @@ def variance_test(reference: np.ndarray, candidate: np.ndarray, confidence: floa
 
 
 def mann_whitney_floor(n_a: int, n_b: int) -> float | None:
-    """The smallest two-sided exact p-value possible with n_a and n_b values (no ties).
+    """The smallest two-sided exact p-value possible with n_a and n_b values (ties only
+    raise it).
 
     With 3 runs per side it is 0.1: no shift, however large, is significant at 95 %.
-    None where scipy uses the normal approximation (more than 8 values on a side).
+    None where the p is the normal approximation's (netrig.stats.compare.exact_splits).
     """
-    if max(n_a, n_b) > 8:
+    if not exact_splits(n_a, n_b):
         return None
     return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 

@@ -42,7 +42,7 @@ GOLDEN = {
             "Relative difference: +1.82%, 95.0% interval -15.93% .. +23.40% (Fieller, as "
             "Student's t): no difference proven",
             "Variances: no difference proven (F = 0.68, p = 0.72); Student's t above holds",
-            "Mann-Whitney U = 13.5, p = 0.91: No difference proven at 95.0% confidence "
+            "Mann-Whitney U = 13.5, p = 0.99: No difference proven at 95.0% confidence "
             "(P(+ > x) = 0.54)",
             "Warning: N = 5 and 5 is too small to detect a 2% difference: 683 runs per side "
             "needed (80% power at 95.0% confidence)",
