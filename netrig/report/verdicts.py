@@ -39,6 +39,7 @@ from netrig.stats.ministat import (
     render,
     student_t,
 )
+from netrig.stats.spread import variance
 
 MINISTAT_MIN_VALUES = 3  # ministat refuses a data set with fewer points
 DEFAULT_POWER = 0.8
@@ -47,19 +48,26 @@ MAX_RUNS = 1_000_000  # runs_needed stops counting here
 
 @dataclass(frozen=True)
 class VarianceTest:
-    """Two-sided F test of equal variances: do we need Welch instead of Student?"""
+    """Two-sided F test of equal variances: do we need Welch instead of Student?
 
-    f: float  # var(candidate) / var(reference)
-    p_value: float
+    `constant` names the sides without spread (rounding noise counts as none: see
+    netrig.stats.spread), where no F test is possible: "" (the test was made), "x", "+"
+    or "both". Both constant: Student's t holds (its pooled variance is 0 as well); one
+    side constant, the other not: the variances differ, Welch's t.
+    """
+
+    f: float  # var(candidate) / var(reference); NaN when a side is constant
+    p_value: float  # NaN when a side is constant
     differ: bool
+    constant: str = ""
 
 
 def variance_test(reference: np.ndarray, candidate: np.ndarray, confidence: float) -> VarianceTest:
-    va, vb = float(np.var(reference, ddof=1)), float(np.var(candidate, ddof=1))
+    va, vb = variance(reference), variance(candidate)
     if va == 0 and vb == 0:
-        return VarianceTest(1.0, 1.0, False)
+        return VarianceTest(math.nan, math.nan, False, "both")
     if va == 0 or vb == 0:  # one side constant, the other not: certainly different
-        return VarianceTest(math.inf if va == 0 else 0.0, 0.0, True)
+        return VarianceTest(math.nan, math.nan, True, "x" if va == 0 else "+")
     f = vb / va
     dist = stats.f(len(candidate) - 1, len(reference) - 1)
     p = min(1.0, 2 * min(float(dist.cdf(f)), float(dist.sf(f))))
@@ -199,6 +207,15 @@ def variance_line(c: Comparison, student_shown: bool = True) -> str:
     """Which t-test to read: ministat's Student's t above, or Welch's here (variances
     that differ, or no ministat block above to hold a Student's t)."""
     v = c.variances
+    if v.constant == "both":
+        held = "Student's t above holds" if student_shown else c.welch.verdict()
+        return f"Variances: both sides constant, no F test possible; {held}"
+    if v.constant:
+        other = "+" if v.constant == "x" else "x"
+        return (
+            f"Variances differ ({v.constant} is constant, {other} is not; no F test "
+            f"possible): {c.welch.verdict()}"
+        )
     f = f"F = {v.f:.3g}, p = {_p(v.p_value)}"
     if v.differ:
         return f"Variances differ ({f}): {c.welch.verdict()}"

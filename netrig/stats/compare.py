@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from netrig.stats.spread import stddev, variance
+
 Sample = Sequence[float] | np.ndarray
 
 
@@ -79,7 +81,7 @@ def welch_t(reference: Sample, candidate: Sample, confidence: float = 0.95) -> W
     """Welch's t test: right when the two variances differ (e.g. a change adds jitter)."""
     _check_level(confidence, "confidence")
     a, b = _as_sample(reference, "reference"), _as_sample(candidate, "candidate")
-    va, vb = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    va, vb = variance(a), variance(b)  # rounding noise of a constant sample is no spread
     d = float(np.mean(b) - np.mean(a))
     se = math.sqrt(va / len(a) + vb / len(b))
     df = welch_df(va, len(a), vb, len(b))
@@ -130,7 +132,7 @@ def relative_difference(
     _check_level(confidence, "confidence")
     a, b = _as_sample(reference, "reference"), _as_sample(candidate, "candidate")
     ma, mb = float(np.mean(a)), float(np.mean(b))
-    sa2, sb2 = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    sa2, sb2 = variance(a), variance(b)
     if pooled:
         df = float(len(a) + len(b) - 2)
         sa2 = sb2 = ((len(a) - 1) * sa2 + (len(b) - 1) * sb2) / df
@@ -300,8 +302,8 @@ def runs_needed_for(
     """runs_needed with the spreads and reference mean estimated from two samples."""
     a, b = _as_sample(reference, "reference"), _as_sample(candidate, "candidate")
     return runs_needed(
-        float(np.std(a, ddof=1)),
-        float(np.std(b, ddof=1)),
+        stddev(a),
+        stddev(b),
         float(np.mean(a)),
         relative,
         confidence,

@@ -40,6 +40,7 @@ from netrig.results.summary import (
     value_order,
     vary_shape,
 )
+from netrig.stats import spread
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -495,9 +496,9 @@ def maximum(values: Sequence[float]) -> float:
 
 @reducer("stddev")
 def stddev(values: Sequence[float]) -> float:
-    """Sample standard deviation (N - 1), as ministat prints; NaN below two values."""
-    a = _array(values)
-    return float(np.std(a, ddof=1)) if a.size > 1 else math.nan
+    """Sample standard deviation (N - 1); NaN below two values. Rounding noise of a
+    constant sample is 0 (netrig.stats.spread), as the end-of-run table prints it."""
+    return spread.stddev(_array(values))
 
 
 def percentile(q: float) -> Reducer:
@@ -527,7 +528,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
         return m, m
     half = (
         float(stats.t.ppf(0.5 + confidence / 2, a.size - 1))
-        * float(np.std(a, ddof=1))
+        * spread.stddev(a)
         / math.sqrt(a.size)
     )
     return m - half, m + half

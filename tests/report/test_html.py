@@ -163,6 +163,29 @@ def test_the_verdict_is_the_t_tests_when_the_interval_is_unbounded(tmp_path: Pat
     assert '<td class="up">increase proven, size unbounded</td>' in text
 
 
+def test_constant_samples_show_no_spread_and_no_welch(tmp_path: Path) -> None:
+    """`echo lat 0.{hops}5 ms`: each point constant. numpy's stddev of [0.35] * 3 is
+    6.8e-14 (of [0.15] * 3 exactly 0): the report had shown that as the stddev, and an
+    F test "Variances differ" so that Welch's column read "proven" for one point and "—"
+    for the other against the same constant reference."""
+    lat = {1: [0.15] * 3, 2: [0.25] * 3, 3: [0.35] * 3}
+    _store_points(tmp_path / "c.db", "h2chain", {"lat": lat})
+    with ResultStore(tmp_path / "c.db") as store:
+        text = render(load(store, "h2chain"))
+    start = text.index('id="results"')
+    results = text[start : text.index("</section>", start)]
+    for k in (1, 2, 3):
+        row = re.search(rf"<tr><td>{k}</td>(.*?)</tr>", results)
+        assert row is not None
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+        assert cells[4] == "0", (k, cells)
+    for k in (2, 3):
+        row = re.search(rf"<tr><td>k={k}</td><td>k=1</td>(.*?)</tr>", text)
+        assert row is not None
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
+        assert cells[3] == "—" and cells[-2] == "increase", (k, cells)
+
+
 def test_report_writes_numbers_as_the_terminal_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
