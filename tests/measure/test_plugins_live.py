@@ -224,6 +224,21 @@ def test_command_records_exit_code_duration_stdout_and_metrics(lab: Lab) -> None
     assert int(text.text.splitlines()[1]) == 3  # lo and the node's two ports, not the host's
 
 
+def test_command_metrics_named_as_netrigs_own_are_kept_apart(lab: Lab) -> None:
+    items = run(
+        lab, "command", {"node": "n1", "cmd": "sleep 0.05; echo duration 2.5 s", "metrics": True}
+    )
+    durations = [s for s in items if isinstance(s, Sample) and s.metric == "duration"]
+    assert len(durations) == 1 and 0.05 <= durations[0].value < 2.5
+    assert summary(items)["stdout_duration"] == 2.5
+    both = measure.get("command").Options.model_validate(
+        {"node": "n1", "cmd": "echo duration 1; echo stdout_duration 2", "metrics": True}
+    )
+    with pytest.raises(MeasurementFailed, match="rename one of them") as info:
+        measure.get("command").run(lab, both, 5.0)
+    assert {s.metric for s in info.value.samples} == {"exit_code", "duration"}
+
+
 def test_command_failures(lab: Lab) -> None:
     plugin = measure.get("command")
     bad = plugin.Options.model_validate({"node": "n1", "cmd": "echo oops >&2; exit 3"})
