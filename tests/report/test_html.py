@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib import image
-from shootout_data import NGINX_REASON
+from shootout_data import HOST, NGINX_REASON
 
 from netrig.report.html import render
 from netrig.results.store import ResultStore
@@ -184,6 +184,53 @@ def test_constant_samples_show_no_spread_and_no_welch(tmp_path: Path) -> None:
         assert row is not None
         cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
         assert cells[3] == "—" and cells[-2] == "increase", (k, cells)
+
+
+def _cluster_store(path: Path) -> None:
+    """An experiment run with --cluster on hosts w1 and w2, as netrig run stores it."""
+    from netrig.base.sample import Sample
+
+    hosts = {
+        name: {**HOST, "kernel": f"6.1.0-{n}-amd64", "features": {"veth": "present", "netem": "missing"}}
+        for n, name in ((18, "w1"), (19, "w2"))
+    }  # fmt: skip
+    with ResultStore(path) as store:
+        facts = {"cluster": "tcp://198.51.100.1:8786", "hosts": hosts}
+        eid = store.begin_experiment("cl", "name: cl\nvary:\n  k: [1, 3]\n", facts)
+        for rep in range(3):
+            for k in (1, 3):
+                host = "w1" if (rep + k) % 2 else "w2"
+                samples = {"ping": [Sample("rtt_avg", 0.05 * k + 0.001 * rep, "ms")]}
+                store.record_run(eid, {"k": k}, rep, "ok", samples, host=host,
+                                 host_facts=hosts[host])  # fmt: skip
+        store.record_run(eid, {"k": 3}, 3, "failed", {}, "lab did not come up", host="w2",
+                         host_facts=hosts["w2"])  # fmt: skip
+        store.finish_experiment(eid, "failed")
+
+
+def test_a_cluster_reports_each_hosts_facts_and_which_host_ran_a_run(tmp_path: Path) -> None:
+    """The facts of a --cluster run had been one JSON blob in one row, and the runs tables
+    did not say which host ran each run."""
+    _cluster_store(tmp_path / "cl.db")
+    with ResultStore(tmp_path / "cl.db") as store:
+        text = render(load(store, "cl"))
+    on_what = text[text.index("<h2>On what</h2>") : text.index("</section>", text.index('id="host"'))]
+    assert "<h3>Host w1</h3>" in on_what and "<h3>Host w2</h3>" in on_what
+    assert "{&quot;" not in on_what and "<th>hosts</th>" not in on_what
+    assert "<th>kernel</th><td>6.1.0-18-amd64</td>" in on_what
+    assert "<th>kernel</th><td>6.1.0-19-amd64</td>" in on_what
+    assert "<td>netem: missing, veth: present</td>" in on_what
+    assert on_what.count(f"<td>{HOST['tool_versions']['iperf3']}</td>") == 2
+    assert "<th>cluster</th><td>tcp://198.51.100.1:8786</td>" in on_what
+    runs = text[text.index('id="runs"') :]
+    assert "<th>point</th><th>host</th><th>repetition</th>" in runs
+    assert re.search(r"<td>r\d+</td><td>k=1</td><td>w1</td><td class=\"num\">0</td>", runs)
+    failures = text[text.index('id="failures"') : text.index('id="runs"')]
+    assert re.search(r"<td>k=3</td><td>w2</td><td class=\"num\">3</td><td>failed</td>", failures)
+    # runs on one host: no host column
+    _store_points(tmp_path / "one.db", "one", {"v": {1: [1.0, 2.0], 3: [3.0, 4.0]}})
+    with ResultStore(tmp_path / "one.db") as store:
+        assert "<th>host</th>" not in render(load(store, "one"))
 
 
 def test_report_writes_numbers_as_the_terminal_does(
