@@ -124,14 +124,17 @@ def _show_experiment(store: ResultStore, e: ExperimentRecord, all_metrics: bool)
     if not mine and not per_host:
         console.print("host: no facts stored", highlight=False)
     table = Table(title="runs", title_justify="left")
-    for column in ("run", "point", "rep", "status", "duration s", "reason"):
+    # which host ran each run, when they ran on more than one (a spread lab's: h1+h2)
+    hosts = len({h for run in runs if run.host for h in run.host.split("+")}) > 1
+    for column in ("run", "point", *(["host"] if hosts else []), "rep", "status",
+                   "duration s", "reason"):  # fmt: skip
         table.add_column(column)
     for run in runs:
         point = ", ".join(f"{k}={render(v)}" for k, v in run.point.items()) or "-"
         duration = f"{run.duration:.2f}" if run.duration is not None else "-"
         table.add_row(
-            f"r{run.id}", escape(point), str(run.repetition), run.status, duration,
-            escape(run.reason or ""),
+            f"r{run.id}", escape(point), *([escape(run.host or "-")] if hosts else []),
+            str(run.repetition), run.status, duration, escape(run.reason or ""),
         )
     console.print(table)
     print_summary(store, e.id, "summary", all_metrics)

@@ -6,7 +6,8 @@
 A string runs through `sh -c`; a list runs as is. An exit code outside `ok_codes` (default
 [0]) fails the run, with the command's stderr. With `metrics: true`, stdout lines of the form
 `NAME VALUE [UNIT]` (or one bare number, stored as `value`) become samples, so a script can
-report any number. Braces in a command are parameter expressions: write `{{` and `}}` for
+report any number; a name of netrig's own samples (`exit_code`, `duration`) is stored with
+the prefix `stdout_` (`duration 2.5 s` is `stdout_duration`), so the two never mix. Braces in a command are parameter expressions: write `{{` and `}}` for
 literal ones (awk '{{print $1}}').
 """
 
@@ -16,6 +17,7 @@ import math
 import re
 import subprocess
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
@@ -37,6 +39,11 @@ if TYPE_CHECKING:
     from netrig.lab.runtime import LabRuntime as Lab
 
 OUTPUT_KEEP = 65536  # characters of stdout stored
+#: the samples netrig itself records for every command; a metric of the same name printed
+#: by the command is stored as OWN_PREFIX + name: mixed in, it had doubled N (a script's
+#: `duration 2.5 s` beside the 5 ms wall clock gave a median of 1.25 s)
+OWN_METRICS = ("exit_code", "duration")
+OWN_PREFIX = "stdout_"
 # NAME VALUE [UNIT]: a unit is anything but a continuation of the number ("12ms", "45 °C",
 # "3 (approx)"), so a decimal comma ("1,5") is no unit, and the line no metric (it had been
 # stored as 1, unit ",5")
@@ -108,12 +115,19 @@ class Command(Measurement[CommandOptions]):
                 f"command exited with {done.returncode}{detail}", samples, tail(done.stderr)
             )
         if o.metrics:
-            samples += parse_metrics(done.stdout)
+            try:
+                samples += parse_metrics(done.stdout)
+            except ValueError as exc:
+                raise MeasurementFailed(str(exc), samples) from None
         return [*samples, Text("stdout", done.stdout[-OUTPUT_KEEP:])]
 
 
 def parse_metrics(stdout: str) -> list[Sample]:
-    """`NAME VALUE [UNIT]` lines (or `NAME: VALUE`, `NAME=VALUE`); one bare number → `value`."""
+    """`NAME VALUE [UNIT]` lines (or `NAME: VALUE`, `NAME=VALUE`); one bare number → `value`.
+
+    A NAME of OWN_METRICS becomes `stdout_NAME`; ValueError if the output has that name
+    too (the two would mix again).
+    """
     text = stdout.strip()
     try:
         number = float(text)
@@ -131,4 +145,15 @@ def parse_metrics(stdout: str) -> list[Sample]:
                 continue
             if math.isfinite(value):
                 samples.append(Sample(m.group(1), value, m.group(3)))
-    return samples
+    printed = {s.metric for s in samples}
+    for own in OWN_METRICS:
+        if own in printed and OWN_PREFIX + own in printed:
+            raise ValueError(
+                f"the output has metrics {own!r} and {OWN_PREFIX + own!r}: {own!r} is "
+                f"netrig's own sample of a command, so the output's is stored as "
+                f"{OWN_PREFIX + own!r}, which the output has too; rename one of them"
+            )
+    return [
+        replace(s, metric=OWN_PREFIX + s.metric) if s.metric in OWN_METRICS else s
+        for s in samples
+    ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -43,6 +43,8 @@ from netrig.stats.stored import (
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from netrig.results.store import Run
 
 MAX_TIMESERIES_LINES = 12  # more sweep points than this make an unreadable time series
 PNG_DPI = 150  # figures are 8 × 4.5 in: 1200 × 675 pixels, shown at up to 800 wide
@@ -235,33 +237,52 @@ def _lab_picture(data: StoredExperiment) -> str:
 
 
 def _on_what(data: StoredExperiment) -> str:
+    """The host facts and tool versions; of a cluster run (facts {"cluster": …, "hosts":
+    {name: facts}}) one such pair of tables per host: they had been one JSON blob."""
     facts = dict(data.experiment.host_facts)
-    tools = facts.pop("tool_versions", {}) or {}
-    rows = "".join(
-        f"<tr><th>{escape(str(k).replace('_', ' '))}</th><td>{escape(_fact(v))}</td></tr>"
-        for k, v in sorted(facts.items())
-    )
-    tool_rows = "".join(
-        f"<tr><th>{escape(str(k))}</th><td>{escape(_fact(v))}</td></tr>"
-        for k, v in sorted(tools.items())
-    )
+    hosts = facts.get("hosts")
     out = ["<h2>On what</h2>"]
-    out.append(
-        f'<table class="facts">{rows}</table>'
-        if rows
-        else '<p class="note">No host facts stored.</p>'
-    )
-    out.append("<h3>Tool versions</h3>")
-    out.append(
-        f'<table class="facts">{tool_rows}</table>'
-        if tool_rows
-        else '<p class="note">No tool versions stored.</p>'
-    )
+    if not (isinstance(hosts, dict) and hosts and all(isinstance(v, dict) for v in hosts.values())):
+        return "".join([*out, *_facts_tables(facts, "h3")])
+    del facts["hosts"]
+    if facts:
+        out.append(f'<table class="facts">{_fact_rows(facts)}</table>')
+    for name, known in sorted(hosts.items()):
+        out.append(f"<h3>Host {escape(str(name))}</h3>")
+        out.extend(_facts_tables(dict(known), "h4"))
     return "".join(out)
 
 
+def _facts_tables(facts: dict[str, Any], heading: str) -> list[str]:
+    """One host's facts table, then its tool versions."""
+    tools = facts.pop("tool_versions", {}) or {}
+    rows, tool_rows = _fact_rows(facts), _fact_rows(tools, keep_underscores=True)
+    return [
+        f'<table class="facts">{rows}</table>'
+        if rows
+        else '<p class="note">No host facts stored.</p>',
+        f"<{heading}>Tool versions</{heading}>",
+        f'<table class="facts">{tool_rows}</table>'
+        if tool_rows
+        else '<p class="note">No tool versions stored.</p>',
+    ]
+
+
+def _fact_rows(facts: dict[str, Any], keep_underscores: bool = False) -> str:
+    def name(key: Any) -> str:
+        return str(key) if keep_underscores else str(key).replace("_", " ")
+
+    return "".join(
+        f"<tr><th>{escape(name(k))}</th><td>{escape(_fact(v))}</td></tr>"
+        for k, v in sorted(facts.items())
+    )
+
+
 def _fact(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, dict | list) else str(value)
+    """A fact as text; a mapping (the kernel features) as `name: value` pairs."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_fact(v)}" for k, v in value.items())
+    return json.dumps(value) if isinstance(value, list) else str(value)
 
 
 def _param_cells(key: Sequence[tuple[str, Any]], params: Sequence[str], tag: str = "td") -> str:
@@ -330,8 +351,9 @@ def _failures(data: StoredExperiment) -> str:
         for reason, n in reasons:
             out.append(f'<tr class="failed"><td>{escape(reason)}</td><td class="num">{n}</td></tr>')
         out.append("</table>")
-    out.append("<table><tr><th>run</th><th>point</th><th>repetition</th><th>status</th>")
-    out.append("<th>reason</th></tr>")
+    host_head, host_cell = _host_column(data)
+    out.append(f"<table><tr><th>run</th><th>point</th>{host_head}<th>repetition</th>")
+    out.append("<th>status</th><th>reason</th></tr>")
     for run in failed:
         stderr = ""
         if run.stderr:
@@ -341,7 +363,7 @@ def _failures(data: StoredExperiment) -> str:
             )
         out.append(
             f'<tr class="failed"><td>r{run.id}</td><td>{escape(point_label(run.point))}</td>'
-            f'<td class="num">{run.repetition}</td><td>{escape(run.status)}</td>'
+            f'{host_cell(run)}<td class="num">{run.repetition}</td><td>{escape(run.status)}</td>'
             f"<td>{escape(run.reason or '')}{stderr}</td></tr>"
         )
     out.append("</table></section>")
@@ -525,8 +547,13 @@ def _comparison_row(reference: Group, g: Group) -> str:
         w = c.welch
         welch = "proven" if w.significant else "not proven"
     mw = f"{c.mann_whitney.p_value:.2g}"
-    if r.significant:
-        verdict, cls = ("increase", "up") if r.ci_low > 0 else ("decrease", "down")
+    # the t test that holds decides (Student's, or Welch's where the variances differ), as
+    # in `netrig compare`: an unbounded interval had said "no difference proven" beside a
+    # Student's t that proves one
+    if c.proven:
+        verdict, cls = c.direction, "up" if c.direction == "increase" else "down"
+        if not r.bounded:
+            verdict += " proven, size unbounded"
     else:
         verdict, cls = "no difference proven", ""
     cls_attr = f' class="{cls}"' if cls else ""
@@ -553,11 +580,21 @@ def _student(reference: Sequence[float], candidate: Sequence[float]) -> str:
     return f"{pct:+.2f}% ± {err:.2f}%"
 
 
+def _host_column(data: StoredExperiment) -> tuple[str, Callable[[Run], str]]:
+    """The header and cell of a runs table's host column: of runs on more than one cluster
+    host only (a spread lab's run names its hosts, h1+h2)."""
+    if len({h for r in data.runs if r.run.host for h in r.run.host.split("+")}) < 2:
+        return "", lambda run: ""
+    return "<th>host</th>", lambda run: f"<td>{escape(run.host or '')}</td>"
+
+
 def _all_runs(data: StoredExperiment) -> str:
+    host_head, host_cell = _host_column(data)
     out = [
         '<section id="runs"><h2>All runs</h2><details><summary>'
         f"{len(data.runs)} runs in the order they ran</summary><table><tr><th>run</th>"
-        "<th>point</th><th>repetition</th><th>status</th><th>duration</th><th>reason</th></tr>"
+        f"<th>point</th>{host_head}<th>repetition</th><th>status</th><th>duration</th>"
+        "<th>reason</th></tr>"
     ]
     for r in data.runs:
         run = r.run
@@ -565,7 +602,7 @@ def _all_runs(data: StoredExperiment) -> str:
         duration = f"{run.duration:.2f} s" if run.duration is not None else "—"
         out.append(
             f"<tr{cls}><td>r{run.id}</td><td>{escape(point_label(run.point))}</td>"
-            f'<td class="num">{run.repetition}</td><td>{escape(run.status)}</td>'
+            f'{host_cell(run)}<td class="num">{run.repetition}</td><td>{escape(run.status)}</td>'
             f'<td class="num">{duration}</td><td>{escape(run.reason or "")}</td></tr>'
         )
     out.append("</table></details></section>")

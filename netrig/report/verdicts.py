@@ -25,12 +25,21 @@ from netrig.stats.compare import (
     RelativeDifference,
     SampleSize,
     WelchResult,
+    exact_splits,
     mann_whitney,
     relative_difference,
     runs_needed_for,
     welch_t,
 )
-from netrig.stats.ministat import STUDENT_PCT, PlotError, RenderOptions, make_dataset, render
+from netrig.stats.ministat import (
+    STUDENT_PCT,
+    PlotError,
+    RenderOptions,
+    make_dataset,
+    render,
+    student_t,
+)
+from netrig.stats.spread import variance
 
 MINISTAT_MIN_VALUES = 3  # ministat refuses a data set with fewer points
 DEFAULT_POWER = 0.8
@@ -39,19 +48,26 @@ MAX_RUNS = 1_000_000  # runs_needed stops counting here
 
 @dataclass(frozen=True)
 class VarianceTest:
-    """Two-sided F test of equal variances: do we need Welch instead of Student?"""
+    """Two-sided F test of equal variances: do we need Welch instead of Student?
 
-    f: float  # var(candidate) / var(reference)
-    p_value: float
+    `constant` names the sides without spread (rounding noise counts as none: see
+    netrig.stats.spread), where no F test is possible: "" (the test was made), "x", "+"
+    or "both". Both constant: Student's t holds (its pooled variance is 0 as well); one
+    side constant, the other not: the variances differ, Welch's t.
+    """
+
+    f: float  # var(candidate) / var(reference); NaN when a side is constant
+    p_value: float  # NaN when a side is constant
     differ: bool
+    constant: str = ""
 
 
 def variance_test(reference: np.ndarray, candidate: np.ndarray, confidence: float) -> VarianceTest:
-    va, vb = float(np.var(reference, ddof=1)), float(np.var(candidate, ddof=1))
+    va, vb = variance(reference), variance(candidate)
     if va == 0 and vb == 0:
-        return VarianceTest(1.0, 1.0, False)
+        return VarianceTest(math.nan, math.nan, False, "both")
     if va == 0 or vb == 0:  # one side constant, the other not: certainly different
-        return VarianceTest(math.inf if va == 0 else 0.0, 0.0, True)
+        return VarianceTest(math.nan, math.nan, True, "x" if va == 0 else "+")
     f = vb / va
     dist = stats.f(len(candidate) - 1, len(reference) - 1)
     p = min(1.0, 2 * min(float(dist.cdf(f)), float(dist.sf(f))))
@@ -59,12 +75,13 @@ def variance_test(reference: np.ndarray, candidate: np.ndarray, confidence: floa
 
 
 def mann_whitney_floor(n_a: int, n_b: int) -> float | None:
-    """The smallest two-sided exact p-value possible with n_a and n_b values (no ties).
+    """The smallest two-sided exact p-value possible with n_a and n_b values (ties only
+    raise it).
 
     With 3 runs per side it is 0.1: no shift, however large, is significant at 95 %.
-    None where scipy uses the normal approximation (more than 8 values on a side).
+    None where the p is the normal approximation's (netrig.stats.compare.exact_splits).
     """
-    if max(n_a, n_b) > 8:
+    if not exact_splits(n_a, n_b):
         return None
     return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
@@ -86,6 +103,14 @@ class Comparison:
     # Student's t holds (variances alike, and ministat's block there to print it): the
     # relative interval then pools the variances as Student's t does, else it is Welch's
     student: bool = True
+    # the verdict of that t test (ministat's Student's t, else Welch's): every verdict
+    # netrig prints for the pair follows it, also when Fieller's interval is unbounded
+    proven: bool = False
+
+    @property
+    def direction(self) -> str:
+        """"increase" or "decrease": the sign of mean(candidate) - mean(reference)."""
+        return "increase" if self.welch.difference > 0 else "decrease"
 
     @property
     def runs_ok(self) -> bool:
@@ -108,6 +133,8 @@ def compare(
     variances = variance_test(a, b, confidence)
     # as the verdict printed beside the interval: see variance_line
     student = not variances.differ and min(len(a), len(b)) >= MINISTAT_MIN_VALUES
+    welch = welch_t(a, b, confidence)
+    proven = _student_proven(a, b, confidence) if student else welch.significant
     needed = None
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
         try:
@@ -118,7 +145,7 @@ def compare(
         a,
         b,
         confidence,
-        welch_t(a, b, confidence),
+        welch,
         variances,
         relative_difference(a, b, confidence, pooled=student),
         mann_whitney(a, b, confidence),
@@ -126,7 +153,19 @@ def compare(
         detect,
         needed,
         student,
+        proven,
     )
+
+
+def _student_proven(reference: np.ndarray, candidate: np.ndarray, confidence: float) -> bool:
+    """ministat's Student's t verdict, as its block prints it (scipy's Student's t for a
+    confidence level ministat's table lacks)."""
+    try:
+        index = confidence_index(confidence)
+    except ValueError:
+        return bool(stats.ttest_ind(candidate, reference).pvalue < 1 - confidence)
+    rs, ds = make_dataset(b"x", reference), make_dataset(b"+", candidate)
+    return student_t(ds, rs, index).proven
 
 
 # -- text -----------------------------------------------------------------------------------------
@@ -141,18 +180,23 @@ def _p(value: float) -> str:
 
 
 def relative_line(c: Comparison) -> str:
+    """The relative difference with Fieller's interval; its verdict is the t test's (the
+    one the reader is told holds), so the lines never contradict each other."""
     r = c.relative
+    test = "Student's t" if c.student else "Welch's t"
     if not r.bounded:
         shown = "" if math.isnan(r.percent) else f"{_pct(r.percent)}, "
+        what = (
+            f"a real {c.direction} ({test}), its size unbounded"
+            if c.proven
+            else "no difference proven"
+        )
         return (
             f"Relative difference: {shown}interval unbounded "
-            "(the reference mean is not clearly away from 0)"
+            f"(the reference mean is not clearly away from 0): {what}"
         )
-    assumption = "as Student's t" if c.student else "as Welch's t"
-    if r.significant:
-        what = "a real increase" if r.ci_low > 0 else "a real decrease"
-    else:
-        what = "no difference proven"
+    assumption = f"as {test}"
+    what = f"a real {c.direction}" if c.proven else "no difference proven"
     return (
         f"Relative difference: {_pct(r.percent)}, {c.confidence * 100:.1f}% interval "
         f"{_pct(r.ci_low)} .. {_pct(r.ci_high)} (Fieller, {assumption}): {what}"
@@ -163,6 +207,15 @@ def variance_line(c: Comparison, student_shown: bool = True) -> str:
     """Which t-test to read: ministat's Student's t above, or Welch's here (variances
     that differ, or no ministat block above to hold a Student's t)."""
     v = c.variances
+    if v.constant == "both":
+        held = "Student's t above holds" if student_shown else c.welch.verdict()
+        return f"Variances: both sides constant, no F test possible; {held}"
+    if v.constant:
+        other = "+" if v.constant == "x" else "x"
+        return (
+            f"Variances differ ({v.constant} is constant, {other} is not; no F test "
+            f"possible): {c.welch.verdict()}"
+        )
     f = f"F = {v.f:.3g}, p = {_p(v.p_value)}"
     if v.differ:
         return f"Variances differ ({f}): {c.welch.verdict()}"

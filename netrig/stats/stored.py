@@ -40,6 +40,7 @@ from netrig.results.summary import (
     value_order,
     vary_shape,
 )
+from netrig.stats import spread
 
 SampleKind = Literal["summary", "intervals", "auto"]
 
@@ -135,18 +136,29 @@ class StoredRun:
 
 @dataclass(frozen=True)
 class MetricRef:
-    """A metric of one measurement: `iperf3 throughput (bit/s)`."""
+    """A metric of one measurement: `iperf3 throughput (bit/s)`.
+
+    `streams`: the metric exists only per stream (ping's per-probe `rtt` of `all_pairs` or
+    `pairs`, stored per pair `n1>n2`), and its values are those of every stream pooled;
+    the number of streams it has. 0: the measurement's own values (stream None).
+    """
 
     measurement: str
     metric: str
     unit: str
+    streams: int = field(default=0, compare=False)
 
     @property
     def label(self) -> str:
         return metric_label(self.measurement, self.metric)
 
     def __str__(self) -> str:
-        return f"{self.label} ({self.unit})" if self.unit else self.label
+        text = f"{self.label} ({self.unit})" if self.unit else self.label
+        return text + (f", pooled over {self.streams} streams" if self.streams else "")
+
+    def takes(self, sample: Sample) -> bool:
+        """Is `sample` one of this metric's values (its measurement already matched)?"""
+        return sample.metric == self.metric and (sample.stream is None) != bool(self.streams)
 
 
 @dataclass
@@ -184,14 +196,27 @@ class StoredExperiment:
         return out
 
     def metrics(self) -> list[tuple[MetricRef, int, int]]:
-        """(metric, summary samples, interval samples) of the whole measurement (stream None)."""
+        """(metric, summary samples, interval samples) of the whole measurement (stream
+        None); then a metric stored only per stream (ping's per-probe `rtt` of several
+        pairs) as one metric of its streams pooled (MetricRef.streams): stat, compare and
+        plot had said the experiment "has no metric 'rtt'"."""
         counts: dict[MetricRef, list[int]] = {}
+        streamed: dict[MetricRef, tuple[list[int], dict[str, None]]] = {}
         for r in self.runs:
             for name, s in r.samples:
+                ref = MetricRef(name, s.metric, s.unit)
                 if s.stream is None:
-                    c = counts.setdefault(MetricRef(name, s.metric, s.unit), [0, 0])
-                    c[0 if s.t is None else 1] += 1
-        return [(m, c[0], c[1]) for m, c in counts.items()]
+                    c = counts.setdefault(ref, [0, 0])
+                else:
+                    c, names = streamed.setdefault(ref, ([0, 0], {}))
+                    names[s.stream] = None
+                c[0 if s.t is None else 1] += 1
+        out = [(m, c[0], c[1]) for m, c in counts.items()]
+        whole = {(m.measurement, m.metric) for m in counts}
+        for m, (c, names) in streamed.items():
+            if (m.measurement, m.metric) not in whole:
+                out.append((MetricRef(m.measurement, m.metric, m.unit, len(names)), c[0], c[1]))
+        return out
 
     @property
     def hosts(self) -> list[str]:
@@ -349,10 +374,7 @@ def _metric_values(r: StoredRun, metric: MetricRef, kind: SampleKind) -> list[fl
     return [
         s.value
         for name, s in r.samples
-        if name == metric.measurement
-        and s.metric == metric.metric
-        and s.stream is None
-        and (s.t is None) == want_summary
+        if name == metric.measurement and metric.takes(s) and (s.t is None) == want_summary
     ]
 
 
@@ -438,10 +460,7 @@ def run_series(
         pairs = sorted(
             (s.t, s.value)
             for name, s in r.samples
-            if name == metric.measurement
-            and s.metric == metric.metric
-            and s.stream is None
-            and s.t is not None
+            if name == metric.measurement and metric.takes(s) and s.t is not None
         )
         if pairs:
             t, v = zip(*pairs, strict=True)
@@ -495,9 +514,9 @@ def maximum(values: Sequence[float]) -> float:
 
 @reducer("stddev")
 def stddev(values: Sequence[float]) -> float:
-    """Sample standard deviation (N - 1), as ministat prints; NaN below two values."""
-    a = _array(values)
-    return float(np.std(a, ddof=1)) if a.size > 1 else math.nan
+    """Sample standard deviation (N - 1); NaN below two values. Rounding noise of a
+    constant sample is 0 (netrig.stats.spread), as the end-of-run table prints it."""
+    return spread.stddev(_array(values))
 
 
 def percentile(q: float) -> Reducer:
@@ -527,7 +546,7 @@ def mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, f
         return m, m
     half = (
         float(stats.t.ppf(0.5 + confidence / 2, a.size - 1))
-        * float(np.std(a, ddof=1))
+        * spread.stddev(a)
         / math.sqrt(a.size)
     )
     return m - half, m + half

@@ -192,6 +192,15 @@ def test_command_metrics_from_stdout() -> None:
     ]
 
 
+def test_command_metrics_never_take_netrigs_own_names() -> None:
+    """A script's `duration 2.5 s` had been stored as `duration` beside netrig's wall
+    clock: N doubled, the median half of each."""
+    got = [(s.metric, s.value, s.unit) for s in parse_metrics("duration 2.5 s\nexit_code 7\nv 1\n")]
+    assert got == [("stdout_duration", 2.5, "s"), ("stdout_exit_code", 7.0, ""), ("v", 1.0, "")]
+    with pytest.raises(ValueError, match=r"'duration' and 'stdout_duration'.*rename one"):
+        parse_metrics("duration 1\nstdout_duration 2\n")
+
+
 def test_per_alias_totals_and_the_wall_clock_aggregate(recorded) -> None:  # type: ignore[no-untyped-def]
     from netrig.measure.iperf3 import _alias_samples
     from netrig.measure.parse_iperf3 import parse_iperf3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -211,6 +212,43 @@ def test_fping_chosen_pairs_and_an_unreachable_one(bare: Lab) -> None:
     assert leftovers(bare) == []
 
 
+@requires_tool("fping")
+def test_per_probe_rtt_of_all_pairs_is_usable_pooled(lab: Lab, tmp_path: Path) -> None:
+    """`all_pairs` with `per_probe`: every probe's rtt is stored per pair (stream n1>n2 …)
+    only, and stat, compare and plot had said "has no metric 'rtt'". They pool the pairs."""
+    from netrig.cli.cmd_compare import compare_text, stat_text
+    from netrig.results.store import ResultStore
+    from netrig.stats.stored import collect, load, resolve_metrics
+
+    opts = {"all_pairs": True, "count": 3, "interval": 0.01, "per_probe": True}
+    with ResultStore(tmp_path / "ap.db") as store:
+        eid = store.begin_experiment("ap", "name: ap\nvary:\n  c: [1, 2]\n", {}, {"ping": "ping"})
+        for rep in range(2):
+            for c in (1, 2):
+                samples = [s for s in run(lab, "ping", opts) if isinstance(s, Sample)]
+                assert all(s.stream for s in samples if s.metric == "rtt")
+                store.record_run(eid, {"c": c}, rep, "ok", {"ping": samples})
+        store.finish_experiment(eid, "ok")
+        data = load(store, "ap")
+        (rtt,) = resolve_metrics(data, ["rtt"])
+        assert rtt.streams == 6 and str(rtt) == "ping rtt (ms), pooled over 6 streams"
+        groups = collect(data, rtt)
+        assert [len(g.values) for g in groups] == [2 * 6 * 3, 2 * 6 * 3]
+        assert all(0 < v < 100 for g in groups for v in g.values)
+        text, code = stat_text(store, "ap", metric_names=["rtt"], summary_only=True)
+        assert code == 0 and "== ping rtt (ms), pooled over 6 streams, c=1" in text
+        text, code = compare_text(store, "ap:c=1", "ap:c=2", ["rtt"])
+        assert code == 0 and "Mann-Whitney U" in text
+        from netrig.report.plots import PlotRequest, figure, png_bytes
+
+        for kind in ("cdf", "timeseries"):
+            png = png_bytes(figure(data, PlotRequest(kind=kind, y="rtt", x="c", intervals=True)))
+            assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        # the measurement's own summary keeps its stream-less values only
+        (avg,) = resolve_metrics(data, ["rtt_avg"])
+        assert avg.streams == 0 and [len(g.values) for g in collect(data, avg)] == [2, 2]
+
+
 def test_command_records_exit_code_duration_stdout_and_metrics(lab: Lab) -> None:
     items = run(
         lab,
@@ -222,6 +260,21 @@ def test_command_records_exit_code_duration_stdout_and_metrics(lab: Lab) -> None
     (text,) = [t for t in items if isinstance(t, Text)]
     assert text.name == "stdout" and text.text.splitlines()[0] == "rtt 1.25 ms"
     assert int(text.text.splitlines()[1]) == 3  # lo and the node's two ports, not the host's
+
+
+def test_command_metrics_named_as_netrigs_own_are_kept_apart(lab: Lab) -> None:
+    items = run(
+        lab, "command", {"node": "n1", "cmd": "sleep 0.05; echo duration 2.5 s", "metrics": True}
+    )
+    durations = [s for s in items if isinstance(s, Sample) and s.metric == "duration"]
+    assert len(durations) == 1 and 0.05 <= durations[0].value < 2.5
+    assert summary(items)["stdout_duration"] == 2.5
+    both = measure.get("command").Options.model_validate(
+        {"node": "n1", "cmd": "echo duration 1; echo stdout_duration 2", "metrics": True}
+    )
+    with pytest.raises(MeasurementFailed, match="rename one of them") as info:
+        measure.get("command").run(lab, both, 5.0)
+    assert {s.metric for s in info.value.samples} == {"exit_code", "duration"}
 
 
 def test_command_failures(lab: Lab) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib import image
-from shootout_data import NGINX_REASON
+from shootout_data import HOST, NGINX_REASON
 
 from netrig.report.html import render
 from netrig.results.store import ResultStore
@@ -123,6 +123,114 @@ def test_a_sweep_of_listed_points_is_shown_and_compared_point_by_point(tmp_path:
     for label in ("shape=ring, size=3, hops=1", "shape=chain, size=3, hops=2"):
         assert f"<td>{label}</td><td>shape=chain, size=2, hops=1</td>" in text, label
     assert "distribution per sweep point" in text
+
+
+def _store_points(path: Path, name: str, columns: dict[str, dict[int, list[float]]]) -> None:
+    """An experiment `name` with `vary: {k: …}`: per metric, the values of each k (one run
+    per repetition, every metric of a run in one record)."""
+    from netrig.base.sample import Sample
+
+    ks = sorted({k for per_k in columns.values() for k in per_k})
+    with ResultStore(path) as store:
+        text = f"name: {name}\nvary:\n  k: [{', '.join(map(str, ks))}]\n"
+        eid = store.begin_experiment(name, text, {}, {"command": "command"})
+        reps = max(len(v) for per_k in columns.values() for v in per_k.values())
+        for rep in range(reps):
+            for k in ks:
+                samples = [Sample(metric, per_k[k][rep], "") for metric, per_k in columns.items()]
+                store.record_run(eid, {"k": k}, rep, "ok", {"command": samples})
+        store.finish_experiment(eid, "ok")
+
+
+def _comparison_row(text: str, metric: str) -> list[str]:
+    start = text.index(f"<h3>{metric}</h3>", text.index('id="comparisons"'))
+    row = re.search(r"<tr><td>k=3</td><td>k=1</td>(.*?)</tr>", text[start:])
+    assert row is not None
+    return re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
+
+
+def test_the_verdict_is_the_t_tests_when_the_interval_is_unbounded(tmp_path: Path) -> None:
+    """A user's v = 1, 3, 2 against 7, 7, 4: Student's t in the row proves +200 % ± 160 %,
+    but the reference mean is too close to 0 for Fieller's interval, and the verdict had
+    said "no difference proven"."""
+    _store_points(tmp_path / "v.db", "h2stat", {"v": {1: [1, 3, 2], 3: [7, 7, 4]}})
+    with ResultStore(tmp_path / "v.db") as store:
+        text = render(load(store, "h2stat"))
+    cells = _comparison_row(text, "command v")
+    assert cells[1] == "no bound: the reference is too noisy"
+    assert cells[2] == "+200.00% ± 160.27%"
+    assert cells[-2] == "increase proven, size unbounded", cells
+    assert '<td class="up">increase proven, size unbounded</td>' in text
+
+
+def test_constant_samples_show_no_spread_and_no_welch(tmp_path: Path) -> None:
+    """`echo lat 0.{hops}5 ms`: each point constant. numpy's stddev of [0.35] * 3 is
+    6.8e-14 (of [0.15] * 3 exactly 0): the report had shown that as the stddev, and an
+    F test "Variances differ" so that Welch's column read "proven" for one point and "—"
+    for the other against the same constant reference."""
+    lat = {1: [0.15] * 3, 2: [0.25] * 3, 3: [0.35] * 3}
+    _store_points(tmp_path / "c.db", "h2chain", {"lat": lat})
+    with ResultStore(tmp_path / "c.db") as store:
+        text = render(load(store, "h2chain"))
+    start = text.index('id="results"')
+    results = text[start : text.index("</section>", start)]
+    for k in (1, 2, 3):
+        row = re.search(rf"<tr><td>{k}</td>(.*?)</tr>", results)
+        assert row is not None
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+        assert cells[4] == "0", (k, cells)
+    for k in (2, 3):
+        row = re.search(rf"<tr><td>k={k}</td><td>k=1</td>(.*?)</tr>", text)
+        assert row is not None
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
+        assert cells[3] == "—" and cells[-2] == "increase", (k, cells)
+
+
+def _cluster_store(path: Path) -> None:
+    """An experiment run with --cluster on hosts w1 and w2, as netrig run stores it."""
+    from netrig.base.sample import Sample
+
+    hosts = {
+        name: {**HOST, "kernel": f"6.1.0-{n}-amd64", "features": {"veth": "present", "netem": "missing"}}
+        for n, name in ((18, "w1"), (19, "w2"))
+    }  # fmt: skip
+    with ResultStore(path) as store:
+        facts = {"cluster": "tcp://198.51.100.1:8786", "hosts": hosts}
+        eid = store.begin_experiment("cl", "name: cl\nvary:\n  k: [1, 3]\n", facts)
+        for rep in range(3):
+            for k in (1, 3):
+                host = "w1" if (rep + k) % 2 else "w2"
+                samples = {"ping": [Sample("rtt_avg", 0.05 * k + 0.001 * rep, "ms")]}
+                store.record_run(eid, {"k": k}, rep, "ok", samples, host=host,
+                                 host_facts=hosts[host])  # fmt: skip
+        store.record_run(eid, {"k": 3}, 3, "failed", {}, "lab did not come up", host="w2",
+                         host_facts=hosts["w2"])  # fmt: skip
+        store.finish_experiment(eid, "failed")
+
+
+def test_a_cluster_reports_each_hosts_facts_and_which_host_ran_a_run(tmp_path: Path) -> None:
+    """The facts of a --cluster run had been one JSON blob in one row, and the runs tables
+    did not say which host ran each run."""
+    _cluster_store(tmp_path / "cl.db")
+    with ResultStore(tmp_path / "cl.db") as store:
+        text = render(load(store, "cl"))
+    on_what = text[text.index("<h2>On what</h2>") : text.index("</section>", text.index('id="host"'))]
+    assert "<h3>Host w1</h3>" in on_what and "<h3>Host w2</h3>" in on_what
+    assert "{&quot;" not in on_what and "<th>hosts</th>" not in on_what
+    assert "<th>kernel</th><td>6.1.0-18-amd64</td>" in on_what
+    assert "<th>kernel</th><td>6.1.0-19-amd64</td>" in on_what
+    assert "<td>netem: missing, veth: present</td>" in on_what
+    assert on_what.count(f"<td>{HOST['tool_versions']['iperf3']}</td>") == 2
+    assert "<th>cluster</th><td>tcp://198.51.100.1:8786</td>" in on_what
+    runs = text[text.index('id="runs"') :]
+    assert "<th>point</th><th>host</th><th>repetition</th>" in runs
+    assert re.search(r"<td>r\d+</td><td>k=1</td><td>w1</td><td class=\"num\">0</td>", runs)
+    failures = text[text.index('id="failures"') : text.index('id="runs"')]
+    assert re.search(r"<td>k=3</td><td>w2</td><td class=\"num\">3</td><td>failed</td>", failures)
+    # runs on one host: no host column
+    _store_points(tmp_path / "one.db", "one", {"v": {1: [1.0, 2.0], 3: [3.0, 4.0]}})
+    with ResultStore(tmp_path / "one.db") as store:
+        assert "<th>host</th>" not in render(load(store, "one"))
 
 
 def test_report_writes_numbers_as_the_terminal_does(

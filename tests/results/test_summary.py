@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from datetime import UTC, datetime
 from pathlib import Path
@@ -267,3 +268,34 @@ def test_points_of_a_list_keep_the_files_order_everywhere(tmp_path: Path) -> Non
     rows = [results.index(f"<td>{lb}</td><td>{c}</td>") for lb, c in
             (("pen", "5"), ("hap", "5"), ("pen", "50"))]  # fmt: skip
     assert rows == sorted(rows)
+
+
+def test_results_show_of_a_cluster_run_names_each_runs_host(tmp_path: Path) -> None:
+    """`results show` of a --cluster experiment: the runs table had no host column."""
+    import subprocess
+    import sys
+
+
+    with ResultStore(tmp_path / "cl.db") as store:
+        facts = {"kernel": "6.1.0-18-amd64", "cpu_model": "Xeon", "tool_versions": {}}
+        eid = store.begin_experiment("cl", "name: cl\n", {"cluster": "tcp://x", "hosts": {}})
+        for rep, host in enumerate(["w1", "w2", "w1+w2"]):
+            store.record_run(eid, {}, rep, "ok", {"ping": [Sample("rtt_avg", 1.0, "ms")]},
+                             host=host, host_facts=facts)  # fmt: skip
+        local = store.begin_experiment("local", "name: local\n", facts)
+        store.record_run(local, {}, 0, "ok", {"ping": [Sample("rtt_avg", 1.0, "ms")]})
+
+    def show(name: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "netrig", "results", "show", name, "--db", str(tmp_path / "cl.db")],
+            capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    lines = show("cl").splitlines()
+    head = next(line for line in lines if "status" in line and "run" in line)
+    assert [c.strip() for c in head.split("┃")[1:4]] == ["run", "point", "host"], head
+    hosts = [line.split("│")[3].strip() for line in lines if line.startswith("│ r")]
+    assert hosts == ["w1", "w2", "w1+w2"]
+    assert " host " not in next(line for line in show("local").splitlines() if "status" in line)

@@ -177,6 +177,43 @@ def test_mann_whitney_extremes() -> None:
     assert tied.probability_greater == 0.5 and not tied.significant
 
 
+def _permutation_p(a: list[float], b: list[float]) -> float:
+    """scipy's exact permutation test of U: every split of the pooled values."""
+    def u(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
+        return stats.mannwhitneyu(x, y, method="asymptotic", axis=axis).statistic
+
+    return float(
+        stats.permutation_test(
+            (b, a), u, permutation_type="independent", n_resamples=np.inf, vectorized=True
+        ).pvalue
+    )
+
+
+def test_mann_whitney_is_exact_with_ties_at_small_n() -> None:
+    """3 against 3 tied values: scipy's default had taken the normal approximation,
+    p = 0.047, below the 0.1 that three runs a side can reach, and said "Difference"."""
+    for a, b in (([1, 1, 1], [3, 3, 3]), ([1, 3, 2], [7, 7, 4])):
+        assert stats.mannwhitneyu(b, a).pvalue < 0.1  # the approximation
+        m = mann_whitney(a, b)
+        assert m.p_value == pytest.approx(0.1) and not m.significant
+    rng = np.random.default_rng(3)
+    for _ in range(5):  # many ties: small integers
+        a = rng.integers(0, 4, 6).astype(float).tolist()
+        b = rng.integers(1, 5, 7).astype(float).tolist()
+        assert mann_whitney(a, b).p_value == pytest.approx(_permutation_p(a, b), rel=1e-12)
+
+
+def test_mann_whitney_exact_without_ties_is_scipys_exact() -> None:
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(0, 1, 10), rng.normal(0.8, 1, 10)  # C(20, 10) = 184,756 splits
+    ours = mann_whitney(a, b)
+    assert ours.p_value == pytest.approx(
+        stats.mannwhitneyu(b, a, method="exact").pvalue, rel=1e-9
+    )
+    one = mann_whitney([5.0, 6.0], list(np.arange(300.0)))  # few on one side, many on the other
+    assert one.p_value == pytest.approx(_permutation_p([5.0, 6.0], list(np.arange(300.0))))
+
+
 @pytest.mark.parametrize(("effect", "runs"), [(1.0, 17), (0.8, 26), (0.5, 64)])
 def test_runs_needed_matches_cohens_table(effect: float, runs: int) -> None:
     """Cohen (1988): two-sided alpha 0.05, power 0.8, d = 1 / 0.8 / 0.5 -> 17 / 26 / 64."""

@@ -195,6 +195,10 @@ def test_reducers() -> None:
     assert REDUCERS["p99"](values) == pytest.approx(np.percentile(values, 99))
     assert percentile(50)(values) == 3.0 and percentile(50).__name__ == "p50"
     assert math.isnan(stddev([1.0]))
+    # a constant sample's rounding noise (numpy: 6.8e-14 here) is no spread, as the
+    # end-of-run table (exact arithmetic) prints it
+    assert np.std([0.35] * 3, ddof=1) > 0
+    assert stddev([0.35] * 3) == 0.0 and stddev([1e-3, 1e-3 + 1e-9]) > 0
     with pytest.raises(ValueError, match="no values"):
         REDUCERS["median"]([])
     with pytest.raises(ValueError, match=r"0\.\.100"):

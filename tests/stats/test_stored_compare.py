@@ -42,7 +42,7 @@ GOLDEN = {
             "Relative difference: +1.82%, 95.0% interval -15.93% .. +23.40% (Fieller, as "
             "Student's t): no difference proven",
             "Variances: no difference proven (F = 0.68, p = 0.72); Student's t above holds",
-            "Mann-Whitney U = 13.5, p = 0.91: No difference proven at 95.0% confidence "
+            "Mann-Whitney U = 13.5, p = 0.99: No difference proven at 95.0% confidence "
             "(P(+ > x) = 0.54)",
             "Warning: N = 5 and 5 is too small to detect a 2% difference: 683 runs per side "
             "needed (80% power at 95.0% confidence)",
@@ -80,8 +80,8 @@ GOLDEN = {
         [0, 0, 0],
         [
             "Relative difference: interval unbounded (the reference mean is not clearly away "
-            "from 0)",
-            "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
+            "from 0): no difference proven",
+            "Variances: both sides constant, no F test possible; Student's t above holds",
             "Mann-Whitney U = 4.5, p = 1: No difference proven at 95.0% confidence "
             "(P(+ > x) = 0.50); with 3 and 3 values p cannot go below 0.1",
             "Warning: cannot size the runs for a 2% difference of a reference mean of 0",
@@ -92,7 +92,7 @@ GOLDEN = {
         [0.2, 0.3, 0.1, 0.4],
         [
             "Relative difference: +900.00%, interval unbounded (the reference mean is not "
-            "clearly away from 0)",
+            "clearly away from 0): no difference proven",
             "Variances differ (F = 0.0208, p = 0.0098): No difference proven at 95.0% "
             "confidence (Welch's t)",
             "Mann-Whitney U = 8, p = 1: No difference proven at 95.0% confidence (P(+ > x) = 0.50)",
@@ -101,6 +101,49 @@ GOLDEN = {
         ],
     ),
 }
+
+
+def test_an_unbounded_interval_keeps_the_t_tests_verdict() -> None:
+    """v = 1, 3, 2 against 7, 7, 4 (a user's counter): Student's t proves +200 % ± 160 %,
+    but the reference mean is too near 0 for Fieller's interval to close. The line had
+    said nothing of the verdict, and the report "no difference proven"."""
+    c = compare([1, 3, 2], [7, 7, 4], 0.95, 0.02)
+    assert c.student and c.proven and not c.relative.bounded
+    assert beyond_ministat(c)[0] == (
+        "Relative difference: +200.00%, interval unbounded (the reference mean is not "
+        "clearly away from 0): a real increase (Student's t), its size unbounded"
+    )
+    down = compare([-1, 1, 0.5, -0.4, 0.3], [-30, -30.01, -29.99, -30.005, -30], 0.95, 0.02)
+    assert down.proven and not down.student and not down.relative.bounded
+    assert beyond_ministat(down)[0].endswith("a real decrease (Welch's t), its size unbounded")
+
+
+def test_rounding_noise_of_a_constant_sample_is_no_spread() -> None:
+    """A user's `lat 0.15 ms` against `lat 0.35 ms`, each printed every run: numpy's
+    variance of [0.35] * 3 is 4.6e-33, of [0.15] * 3 exactly 0, and the F test had said
+    "Variances differ (F = inf, p = 0)" and switched to Welch's t."""
+    import numpy as np
+
+    assert np.var([0.35] * 3, ddof=1) > 0 == np.var([0.15] * 3, ddof=1)  # the noise
+    c = compare([0.15] * 3, [0.35] * 3, 0.95, 0.02)
+    assert c.variances.constant == "both" and not c.variances.differ and c.student
+    assert c.proven and c.welch.ci_low == c.welch.ci_high == pytest.approx(0.2)
+    lines = beyond_ministat(c)
+    assert lines[0].startswith("Relative difference: +133.33%, 95.0% interval +133.33% .. ")
+    assert lines[0].endswith("(Fieller, as Student's t): a real increase")
+    assert lines[1] == "Variances: both sides constant, no F test possible; Student's t above holds"
+    assert beyond_ministat(c, student_shown=False)[1] == (
+        "Variances: both sides constant, no F test possible; Difference at 95.0% confidence: "
+        "0.2 +/- 0 (Welch's t)"
+    )
+    # integers (exact zero variance) read the same
+    assert beyond_ministat(compare([1, 1, 1], [3, 3, 3]))[1] == lines[1]
+    # one side constant (noise included), the other not: no F test either, Welch's t
+    one = compare([0.35] * 4, [0.3, 0.4, 0.35, 0.36])
+    assert one.variances.differ and one.variances.constant == "x" and not one.student
+    assert beyond_ministat(one)[1].startswith(
+        "Variances differ (x is constant, + is not; no F test possible): No difference proven"
+    )
 
 
 @pytest.mark.parametrize("case", list(GOLDEN))
