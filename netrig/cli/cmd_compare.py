@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from netrig.base.values import render
 from netrig.cli.common import DB_OPTION, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, store_exit_code
 from netrig.cli.group import cli
 from netrig.stats.ministat import MAX_DATASETS, STUDENT_PCT
@@ -482,7 +483,7 @@ def stat_text(
                 blocks[g.label] = [(g.label, g)]
             else:
                 rest = tuple((k, v) for k, v in g.key if k != by)
-                name = f"{by}={g.value(by)}"
+                name = f"{by}={render(g.value(by))}"
                 blocks.setdefault(point_label(rest) if rest else "", []).append((name, g))
         for title, members in blocks.items():
             out.append(f"== {metric}" + (f", {title}" if title else ""))

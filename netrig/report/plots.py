@@ -28,7 +28,7 @@ from matplotlib.lines import Line2D
 from numpy.typing import ArrayLike
 
 from netrig.base.scale import axis_label, display_scale
-from netrig.base.values import counted
+from netrig.base.values import counted, render
 from netrig.stats.stored import (
     Group,
     MetricRef,
@@ -325,7 +325,7 @@ def _line(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) 
                     fontsize=7,
                     color=FAILED_COLOR,
                 )
-        label = f"{req.group}={key}" if req.group else metric.metric
+        label = f"{req.group}={render(key)}" if req.group else metric.metric
         bars = ax.errorbar(
             xs, ys, yerr=[lo, hi], marker="o", markersize=4, capsize=3, color=color, label=label
         )
@@ -338,9 +338,9 @@ def _line(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) 
     if req.log_x:
         ax.set_xscale("log")
     if not numeric:
-        ax.set_xticks(range(len(all_x)), [str(v) for v in all_x])
+        ax.set_xticks(range(len(all_x)), [render(v) for v in all_x])
     elif len(all_x) <= 12:
-        ax.set_xticks(all_x, [str(v) for v in all_x])
+        ax.set_xticks(all_x, [render(v) for v in all_x])
     if req.ci:
         return f"mean; bars: {req.confidence * 100:g}% confidence interval of the mean"
     return "median; bars: min–max of the runs"
@@ -399,11 +399,11 @@ def _box(ax: Any, data: StoredExperiment, metric: MetricRef, req: PlotRequest) -
                 patch.set_facecolor(color)
                 patch.set_alpha(0.6)
             if req.group is not None:
-                ax.plot([], [], "s", color=color, alpha=0.6, label=f"{req.group}={key}")
+                ax.plot([], [], "s", color=color, alpha=0.6, label=f"{req.group}={render(key)}")
         if failed_pos:
             _failed_mark(ax, failed_pos, "_nolegend_" if failed_done else "failed")
             failed_done = True
-    ax.set_xticks(range(len(all_x)), ["all runs" if v is None else str(v) for v in all_x])
+    ax.set_xticks(range(len(all_x)), ["all runs" if v is None else render(v) for v in all_x])
     ax.set_xlim(-0.6, len(all_x) - 0.4)
     ax.set_xlabel(x_name)
     ax.set_ylabel(axis_label(metric.metric, scale))

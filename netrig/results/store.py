@@ -29,6 +29,7 @@ from typing import IO, Any, Literal
 
 from netrig.base.sample import Sample
 from netrig.base.sqlitefile import connect_readonly, track, writable_sqlite
+from netrig.base.values import render
 from netrig.plan.runs import point_key
 from netrig.results.owner import alive as owner_alive
 from netrig.results.owner import current as current_owner
@@ -699,6 +700,8 @@ def _csv_cell(value: Any) -> Any:
         return ""
     if isinstance(value, list | dict):
         return json.dumps(value)
+    if isinstance(value, bool):  # as the file writes it (and a filter takes it): true
+        return render(value)
     return value
 
 

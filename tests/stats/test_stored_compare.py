@@ -403,3 +403,31 @@ def test_filters_alone_on_a_newest_experiment_without_that_parameter(tmp_path: P
     named = netrig("compare", "lbalg:alg=roundrobin", "lbalg:alg=leastconn", "--db", str(path))
     assert named.returncode == 0, named.stderr
     assert "== ab requests_per_s (req/s)" in named.stdout
+
+
+def test_a_switch_swept_reads_as_the_file_writes_it(tmp_path: Path) -> None:
+    """`vary: {bfd: [true, false]}` read bfd=true in the run's points but bfd=True in
+    `stat --by`, plot legends and the CSV export (where a filter takes `true`)."""
+    path = tmp_path / "results.db"
+    with ResultStore(path) as store:
+        eid = store.begin_experiment("sw", "name: sw\n", {})
+        for rep in range(3):
+            for flag, value in ((True, 1.0 + rep), (False, 2.0 + rep)):
+                store.record_run(eid, {"bfd": flag}, rep, "ok",
+                                 {"cmd": [Sample("v", value, "")]})  # fmt: skip
+        store.finish_experiment(eid, "ok")
+    by = netrig("stat", "--experiment", "sw", "--by", "bfd", "--db", str(path))
+    assert by.returncode == 0, by.stderr
+    assert "bfd=true" in by.stdout and "bfd=false" in by.stdout and "True" not in by.stdout
+    export = netrig("results", "export", "sw", "--db", str(path))
+    assert export.returncode == 0, export.stderr
+    cells = {line.split(",")[6] for line in export.stdout.splitlines()[1:]}
+    assert cells == {"true", "false"}, export.stdout[:300]
+    from netrig.report.plots import PlotRequest, figure
+    from netrig.stats.stored import load
+
+    with ResultStore(path) as store:
+        data = load(store, "sw")
+    for kind in ("line", "box"):
+        ax = figure(data, PlotRequest(kind=kind, y="v", x="bfd")).axes[0]  # type: ignore[arg-type]
+        assert {t.get_text() for t in ax.get_xticklabels()} == {"true", "false"}, kind
