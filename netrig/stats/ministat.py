@@ -564,6 +564,9 @@ class Plot:
     def _check(self, cols: np.ndarray) -> np.ndarray:
         """Truncate to int like C, refusing what would index outside the row in C."""
         if len(cols) and not np.isfinite(cols).all():
+            if self.width == 1 and np.isfinite(self.span) and self.span > 0:
+                # the data is fine: one column leaves no step between columns (span / 0)
+                raise PlotError("a plot 1 column wide (-w 1) has no step between columns")
             raise PlotError("a plot column is not finite")
         if len(cols) and (cols.min() <= _INT_MIN - 1 or cols.max() >= _INT_MAX + 1):
             raise PlotError("a plot column is beyond the int range")

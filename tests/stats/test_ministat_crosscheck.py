@@ -378,3 +378,12 @@ def test_average_beyond_the_points_draws_what_ministat_prints_when_it_survives(
     real, ours = run_ministat(ministat, argv, case), run_netrig(argv, case)
     assert real.rc < 0 and ours.rc == 0
     assert ours.stdout.splitlines()[-6] == b"|M" + b" " * 72 + b"A|"  # set 1's A only
+
+
+def test_a_plot_one_column_wide_names_the_width_not_the_data(tmp_path: Path) -> None:
+    """-w 1 on finite data said "a plot column is not finite", blaming the data; the
+    width is what leaves no step between columns."""
+    argv = EDGE["width one crashes"].materialise(tmp_path)
+    ours = run_netrig(argv, EDGE["width one crashes"])
+    assert ours.rc == 2 and b"1 column wide (-w 1)" in ours.stderr, ours.stderr
+    assert b"not finite" not in ours.stderr
