@@ -150,8 +150,12 @@ def placed(doc: Any) -> Placed | None:
 
 
 def hosts_of(client: Any) -> dict[str, str]:
-    """Worker address → host name, of the workers that are netrig hosts."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    """Worker address → host name, of the workers that are netrig hosts.
+
+    Asked of the scheduler each time: `client.scheduler_info()` returns a cached identity
+    that the client's own periodic refresh (every 2 s, without workers) may overwrite just
+    after the fetch, and then every host looked gone at once ("no host is left")."""
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return {
         addr: str(info.get("name") or addr)
         for addr, info in workers.items()
