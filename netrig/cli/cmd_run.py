@@ -252,6 +252,8 @@ def _report(
             f"removed; continue with: {escape(resume_command)}",  # --set 'lb=[pen,haproxy]'
             soft_wrap=True,
         )
+        if outcome.signal not in signal.Signals.__members__:  # "no hosts left" (--cluster)
+            return EXIT_FAILURE
         return 128 + signal.Signals[outcome.signal]  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     if exp.stop_on_failure:
         last = f"the last point that worked: {outcome.last_ok or 'none'}"
