@@ -10,7 +10,7 @@ is cut short as locally (KeyboardInterrupt in the measuring thread, SIGINT to th
 started), stored as interrupted by the client, and the lab is released.
 
 A client that dies without a word (kill -9, its host gone) cannot ask for that. Its sweep
-holds a lease at the scheduler (`take_lease`: a tiny scattered value, one key, that Dask
+holds a lease at the scheduler (`take_lease`: one key, a task that never runs, which Dask
 forgets the moment the client disconnects); each run names it, and so does each part of a
 spread lab that `netrig run --cluster` builds. The worker asks the scheduler every
 `netrig.cluster.worker.WATCH_INTERVAL` seconds whether the leases of what it keeps still
@@ -272,13 +272,21 @@ def _drop(sweep: str, stopped: str | None = None) -> str | None:
     return name
 
 
+LEASE_RESOURCE = "netrig-lease"  # offered by no worker: a lease's task never runs
+
+
 def take_lease(client: Any, what: str) -> tuple[str, Any]:
     """A lease for a sweep of CLIENT: a key at the scheduler that lives as long as the
     client holds the future returned (and is connected). (key, future): keep the future
-    until the sweep's labs are released. On every worker (broadcast): a host lost does not
-    lose it."""
+    until the sweep's labs are released.
+
+    A task no worker may run (it asks for a resource none offers), not scattered data:
+    it waits at the scheduler alone, so no host lost takes it along (Dask's memory manager
+    keeps one replica of a scattered value nobody needs, and a worker killed with it had
+    made the scheduler forget the key: every other host released a live sweep's lab)."""
     key = f"netrig-lease-{what}"
-    return key, client.scatter({key: client.id}, broadcast=True, hash=False)[key]
+    return key, client.submit(str, client.id, key=key, resources={LEASE_RESOURCE: 1},
+                              pure=False)
 
 
 def leases() -> set[str]:
