@@ -156,7 +156,9 @@ def run(
 
     Ctrl-C (or SIGTERM, SIGHUP) stops the current run cleanly: the lab is removed,
     finished runs are kept, the interrupted run is stored as interrupted; `--resume`
-    continues.
+    continues. With --cluster, a client killed outright (kill -9) leaves nothing on
+    the hosts for long: each releases the sweep's lab within seconds of the scheduler
+    losing the client.
 
     Exit codes: 0 every run succeeded, 1 some run failed (or the lab could not be
     built), 2 bad input, 128 + the signal's number when interrupted (130 Ctrl-C,
@@ -250,6 +252,8 @@ def _report(
             f"removed; continue with: {escape(resume_command)}",  # --set 'lb=[pen,haproxy]'
             soft_wrap=True,
         )
+        if outcome.signal not in signal.Signals.__members__:  # "no hosts left" (--cluster)
+            return EXIT_FAILURE
         return 128 + signal.Signals[outcome.signal]  # 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
     if exp.stop_on_failure:
         last = f"the last point that worked: {outcome.last_ok or 'none'}"

@@ -30,9 +30,16 @@ def status(cluster: str | None) -> None:
     if cluster:
         from netrig.cluster import labs as spread
 
+        swept = False
         for host, labs_there in sorted(spread.status(cluster).items()):
-            shown = ", ".join(f"{n} ({state}, {nodes} nodes)" for n, state, nodes in labs_there)
+            shown = ", ".join(f"{n} ({state}, {nodes} nodes{', a sweep' if kept else ''})"
+                              for n, state, nodes, kept in labs_there)
+            swept = swept or any(kept for *_, kept in labs_there)
             console.print(f"{host}: {shown or 'no labs'}", soft_wrap=True)
+        if swept:
+            console.print("(a sweep's lab is kept by a running `netrig run --cluster`; it goes "
+                          "when the sweep ends, or within seconds of its client leaving the "
+                          "cluster, e.g. killed)", soft_wrap=True)
         console.print("(the hosts connected now: one that has left the cluster is not asked; "
                       "`netrig status` on it lists what it keeps)", soft_wrap=True)
         return

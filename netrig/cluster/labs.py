@@ -68,8 +68,10 @@ def up(plan: LabPlan, address: str, hosts: int | None = None,
 
 def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
             say: Callable[[str], None] = lambda _m: None, check: bool = True,
-            pins: dict[str, str] | None = None) -> SpreadLab:
-    """`up` through a client that is connected already (`netrig run --cluster`)."""
+            pins: dict[str, str] | None = None, lease: str | None = None) -> SpreadLab:
+    """`up` through a client that is connected already (`netrig run --cluster`); LEASE:
+    the sweep's key at the scheduler (`tasks.take_lease`): each host removes its part
+    once the key is gone (the client died)."""
     address_of = {name: addr for addr, name in hosts_of(client).items()}
     names = sorted(address_of)
     if not names:
@@ -110,7 +112,7 @@ def up_with(client: Any, plan: LabPlan, address: str, hosts: int | None = None,
     # would unpickle and pickle again every part's routes, 2.4 MB each at 2,000 nodes)
     shipped = {h: client.scatter(p, workers=[address_of[h]], direct=True, hash=False)
                for h, p in split.items()}
-    futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h])
+    futures = {h: _pinned(client, parts.build_part, address_of[h], shipped[h], lease)
                for h in split}
     built, errors = [], []
     for host, future in futures.items():
@@ -292,13 +294,13 @@ def node_addr(name: str, node: str, address: str, family: int = 4) -> str:
 down_with = _down  # through a client connected already (`netrig run --cluster`)
 
 
-def status(address: str) -> dict[str, list[tuple[str, str, int]]]:
-    """host → its labs (name, state, nodes)."""
+def status(address: str) -> dict[str, list[tuple[str, str, int, bool]]]:
+    """host → its labs (name, state, nodes, kept for a sweep of `netrig run --cluster`)."""
     with connect(address) as client:
         return _labs(client)
 
 
-def _labs(client: Any) -> dict[str, list[tuple[str, str, int]]]:
+def _labs(client: Any) -> dict[str, list[tuple[str, str, int, bool]]]:
     futures = [client.submit(parts.labs_here, workers=[addr], allow_other_workers=False,
                              pure=False) for addr in hosts_of(client)]
     return dict(_result(f) for f in futures)

@@ -135,14 +135,18 @@ def forget_lab(name: str) -> None:
             _forget(handle)
 
 
-def down_part(name: str) -> tuple[str, int]:
+def down_part(name: str, lease: str | None = None) -> tuple[str, int]:
     """Dask task on every host: remove this host's part of lab NAME (namespaces removed),
-    the processes its measurements started here first."""
-    from netrig.cluster.tasks import _lab_thread
+    the processes its measurements started here first. LEASE (the worker's watchdog): only
+    if the part is still the one built under that lease."""
+    from netrig.cluster.tasks import _lab_thread, _part_leases
 
     def work() -> tuple[str, int]:
-        forget_lab(name)  # processes of its measurements: the teardown ends them
         config = parts.current()
+        if lease is not None and _part_leases.get(name) != lease:
+            return config.name, 0
+        _part_leases.pop(name, None)
+        forget_lab(name)  # processes of its measurements: the teardown ends them
         ledger = config.ledger()
         try:
             if name not in ledger.all_lab_names():

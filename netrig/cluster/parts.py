@@ -183,11 +183,21 @@ def _ip(*args: str) -> None:
         raise LabError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
-def build_part(part: LabPart) -> dict[str, Any]:
-    """Dask task on the part's host: build it, then its tunnels. Returns what was built."""
-    from netrig.cluster.tasks import _lab_thread
+def build_part(part: LabPart, lease: str | None = None) -> dict[str, Any]:
+    """Dask task on the part's host: build it, then its tunnels. Returns what was built.
+    LEASE: the key of the sweep's client at the scheduler (`netrig run --cluster`): the
+    worker removes the part once that key is gone (the client died); None (`netrig up
+    --cluster`): the part stays until `netrig down`."""
+    from netrig.cluster.tasks import _lab_thread, _part_leases
 
-    return _lab_thread().call(lambda: _build(part))
+    def work() -> dict[str, Any]:
+        _part_leases.pop(part.plan.name, None)
+        built = _build(part)
+        if lease:
+            _part_leases[part.plan.name] = lease
+        return built
+
+    return _lab_thread().call(work)
 
 
 def _build(part: LabPart) -> dict[str, Any]:
@@ -324,12 +334,16 @@ def exec_part(name: str, node: str, argv: list[str], timeout: float | None = Non
         return config.name, done.returncode, done.stdout, done.stderr
 
 
-def labs_here() -> tuple[str, list[tuple[str, str, int]]]:
-    """On every host: (host, [(lab, state, nodes)])."""
+def labs_here() -> tuple[str, list[tuple[str, str, int, bool]]]:
+    """On every host: (host, [(lab, state, nodes, kept for a sweep)]); a sweep's lab goes
+    when the sweep ends, or when its client leaves the cluster (`tasks.reap`)."""
+    from netrig.cluster.tasks import held
+
     config = current()
     ledger = Ledger(config.state_dir)
     try:
-        return config.name, [(r.name, r.shown_state(), r.nodes) for r in ledger.labs()]
+        return config.name, [(r.name, r.shown_state(), r.nodes, held(r.name))
+                             for r in ledger.labs()]  # fmt: skip
     finally:
         ledger.close()
 

@@ -15,7 +15,8 @@ was lost mid-run"), the lab's parts on the other hosts are removed, and the next
 the lab again on the hosts left (a failed build, e.g. fewer hosts than `placement:` asks
 for, fails the sweep point's runs with that reason: never a silent zero). Ctrl-C: the run
 is cut short (its processes ended on their hosts), stored as interrupted, every host's part
-removed; `--resume` continues.
+removed; `--resume` continues. A client killed without a word (kill -9): each host removes
+its part by itself within seconds, once the scheduler has forgotten the sweep's lease.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +39,7 @@ from netrig.base.sample import MeasurementFailed
 from netrig.cluster import labs, nodeops, parts
 from netrig.cluster.host import FACTS_KEY
 from netrig.cluster.sweep import HostResultStore, connect, hosts_of
+from netrig.cluster.tasks import take_lease
 from netrig.experiment.interrupt import StopSignal
 from netrig.experiment.runner import (
     Outcome,
@@ -321,10 +324,11 @@ class SpreadSession(_Session):
 
     def __init__(self, exp: ExperimentPlan, store: HostResultStore, say: Reporter,
                  outcome: Outcome, client: Any, address: str, hosts: int | None,
-                 pins: dict[str, str] | None = None) -> None:
+                 pins: dict[str, str] | None = None, lease: str | None = None) -> None:
         self.scratch = tempfile.mkdtemp(prefix="netrig-spread-")
         super().__init__(exp, store, say, outcome, Ledger(self.scratch))
         self.client, self.address, self.hosts, self.pins = client, address, hosts, pins
+        self.lease = lease  # the hosts remove their parts once it is gone (client dead)
         self.facts = client.get_metadata([FACTS_KEY], default={})
         self.spread: ClusterRuntime | None = None
 
@@ -346,7 +350,7 @@ class SpreadSession(_Session):
                       f"over {self.hosts or 'all'} hosts[/]")
         try:
             built = labs.up_with(self.client, point.plan, self.address, self.hosts or None,
-                                 check=True, pins=self.pins)
+                                 check=True, pins=self.pins, lease=self.lease)
         except LabError as exc:
             reason = f"lab {point.plan.name} could not be built across hosts: {exc}"
             self.broken[point.network] = reason
@@ -443,7 +447,11 @@ def run_spread(exp: ExperimentPlan, store: HostResultStore, address: str, hosts:
                 "hosts": {h: facts.get(h, {}) for h in present}})  # fmt: skip
             outcome = Outcome(eid, "ok", skipped=len(done))
             say.begin(exp, todo, len(done))
-            session = SpreadSession(exp, store, say, outcome, client, address, hosts, pins)
+            # held until every part is removed: if this process dies first, the scheduler
+            # forgets the key and each host removes its part by itself
+            lease, _held = take_lease(client, uuid.uuid4().hex[:12])
+            session = SpreadSession(exp, store, say, outcome, client, address, hosts, pins,
+                                    lease)
             try:
                 session.run_all(todo, stop)
             except BaseException:

@@ -11,7 +11,9 @@ host idles while another has work, and a host left without work releases its lab
 A worker that dies mid-run: Dask gives its task to another worker (the task's host is a
 loose restriction), that run is stored once, when it finishes there; the dead host's queue
 is shared among the others. Ctrl-C: the workers cut the current runs short (stored as
-interrupted, as locally), queued runs are dropped, every host releases its lab.
+interrupted, as locally), queued runs are dropped, every host releases its lab. A client
+that dies without a word (kill -9): each host releases the sweep's lab by itself within a
+few seconds, once the scheduler has forgotten the sweep's lease (see `tasks`).
 """
 
 from __future__ import annotations
@@ -148,8 +150,12 @@ def placed(doc: Any) -> Placed | None:
 
 
 def hosts_of(client: Any) -> dict[str, str]:
-    """Worker address → host name, of the workers that are netrig hosts."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    """Worker address → host name, of the workers that are netrig hosts.
+
+    Asked of the scheduler each time: `client.scheduler_info()` returns a cached identity
+    that the client's own periodic refresh (every 2 s, without workers) may overwrite just
+    after the fetch, and then every host looked gone at once ("no host is left")."""
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return {
         addr: str(info.get("name") or addr)
         for addr, info in workers.items()
@@ -170,6 +176,7 @@ class _Dispatch:
     exp_data: Any  # the experiment, scattered to every worker once
     queues: dict[str, deque[PlannedRun]]
     address_of: dict[str, str]  # host → worker address
+    lease: str | None = None  # the key this client holds at the scheduler (tasks.take_lease)
     inflight: dict[Any, _Flight] = field(default_factory=dict)
     counter: itertools.count[int] = field(default_factory=itertools.count)
     releases: dict[str, Any] = field(default_factory=dict)  # host → its release task
@@ -193,6 +200,7 @@ class _Dispatch:
             self.sweep,
             self.exp_data,
             run,
+            self.lease,
             key=f"netrig-run-{self.sweep}-{next(self.counter)}",
             workers=[self.address_of[host]],
             allow_other_workers=True,  # a lost host's run goes to another host
@@ -273,8 +281,11 @@ def _run(exp: ExperimentPlan, store: HostResultStore, client: Any, address: str,
         queues = {h: deque(q) for h, q in blocks.assign(todo, sorted(address_of)).items()}
         say.begin(exp, [r for q in queues.values() for r in q], len(done))
         say.note(f"[dim]{len(address_of)} hosts: {', '.join(sorted(address_of))}[/]")
+        # held until the hosts have released their labs: if this process dies first, the
+        # scheduler forgets the key, and each host releases the sweep's lab by itself
+        lease, _held = tasks.take_lease(client, sweep)
         dispatch = _Dispatch(client, sweep, client.scatter(exp, broadcast=True, hash=False),
-                             queues, address_of)
+                             queues, address_of, lease)
         try:
             _loop(exp, store, dispatch, outcome, say, stop)
         finally:

@@ -8,6 +8,16 @@ switches stay inside worker threads. The Dask task only hands the work over and 
 Ctrl-C on the client becomes `interrupt(sweep)` on every worker: the run being measured
 is cut short as locally (KeyboardInterrupt in the measuring thread, SIGINT to the tools it
 started), stored as interrupted by the client, and the lab is released.
+
+A client that dies without a word (kill -9, its host gone) cannot ask for that. Its sweep
+holds a lease at the scheduler (`take_lease`: one key, a task that never runs, which Dask
+forgets the moment the client disconnects); each run names it, and so does each part of a
+spread lab that `netrig run --cluster` builds. The worker asks the scheduler every
+`netrig.cluster.worker.WATCH_INTERVAL` seconds whether the leases of what it keeps still
+exist (`leases`), and `reap`s what a gone lease held: the run being measured is cut short,
+then the lab goes down through `release` (a spread lab's part through `down_part`'s
+path). Only what this worker built under a lease is reaped; a lab of `netrig up --cluster`
+has none and stays until `netrig down`.
 """
 
 from __future__ import annotations
@@ -190,6 +200,9 @@ def not_started(run: PlannedRun, why: str) -> RunReport:
 
 _sessions: dict[str, HostSession] = {}
 _stopped: dict[str, str] = {}  # sweeps interrupted on this worker → the signal's name
+_leases: dict[str, str] = {}  # sweep → the lease its client holds at the scheduler
+_part_leases: dict[str, str] = {}  # spread lab (its part here) → the lease of its sweep
+CLIENT_GONE = "client gone"  # the stop's name when the client left without releasing
 _thread: netns.Worker | None = None
 _thread_lock = threading.Lock()
 
@@ -203,8 +216,10 @@ def _lab_thread() -> netns.Worker:
         return _thread
 
 
-def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun) -> RunReport:
-    """Dask task: one run of the experiment on this host (its lab built if needed)."""
+def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun,
+                lease: str | None = None) -> RunReport:
+    """Dask task: one run of the experiment on this host (its lab built if needed); LEASE:
+    the key its client holds at the scheduler (the lab goes when the key does)."""
 
     def work() -> RunReport:
         if sweep in _stopped:
@@ -213,6 +228,8 @@ def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun) -> RunReport:
         if session is None:
             _release_stale({p.plan.name for p in exp.points})
             session = _sessions[sweep] = HostSession(exp, current())
+        if lease:
+            _leases[sweep] = lease
         return session.run_one(run)
 
     return _lab_thread().call(work)
@@ -224,6 +241,7 @@ def _release_stale(names: set[str]) -> None:
     for other, session in list(_sessions.items()):
         if session.lab is not None and session.lab.name in names:
             del _sessions[other]
+            _leases.pop(other, None)
             session.close()
 
 
@@ -231,13 +249,83 @@ def release(sweep: str) -> str:
     """Dask task (or client.run): tear down the sweep's lab on this host; the host's name."""
 
     def work() -> str:
-        session = _sessions.pop(sweep, None)
-        _stopped.pop(sweep, None)
-        if session is not None:
-            session.close()
+        _drop(sweep)
         return current().name
 
     return _lab_thread().call(work)
+
+
+def _drop(sweep: str, stopped: str | None = None) -> str | None:
+    """On the lab thread: the sweep's session closed (its lab down) and forgotten; STOPPED:
+    what a run of it that starts later returns (interrupted by that), else nothing is kept.
+    The lab's name, if there was one."""
+    session = _sessions.pop(sweep, None)
+    _leases.pop(sweep, None)
+    if stopped:
+        _stopped[sweep] = stopped
+    else:
+        _stopped.pop(sweep, None)
+    if session is None:
+        return None
+    name = session.lab.name if session.lab is not None else None
+    session.close()
+    return name
+
+
+LEASE_RESOURCE = "netrig-lease"  # offered by no worker: a lease's task never runs
+
+
+def take_lease(client: Any, what: str) -> tuple[str, Any]:
+    """A lease for a sweep of CLIENT: a key at the scheduler that lives as long as the
+    client holds the future returned (and is connected). (key, future): keep the future
+    until the sweep's labs are released.
+
+    A task no worker may run (it asks for a resource none offers), not scattered data:
+    it waits at the scheduler alone, so no host lost takes it along (Dask's memory manager
+    keeps one replica of a scattered value nobody needs, and a worker killed with it had
+    made the scheduler forget the key: every other host released a live sweep's lab)."""
+    key = f"netrig-lease-{what}"
+    return key, client.submit(str, client.id, key=key, resources={LEASE_RESOURCE: 1},
+                              pure=False)
+
+
+def leases() -> set[str]:
+    """The leases of what this worker keeps (sweeps' labs, spread labs' parts)."""
+    return set(_leases.values()) | set(_part_leases.values())
+
+
+def held(lab: str) -> bool:
+    """Is lab LAB here kept for a sweep (released when it ends, or when its client goes)?"""
+    return lab in _part_leases or any(
+        s.lab is not None and s.lab.name == lab for s in list(_sessions.values()))
+
+
+def reap(gone: set[str]) -> list[str]:
+    """What the leases GONE held (their clients left the scheduler without releasing
+    anything): each sweep's run cut short and its lab released, each spread lab's part
+    removed. Called off the lab thread (the watchdog's); the labs removed."""
+    from netrig.cluster.nodeops import down_part
+
+    removed = []
+    for sweep, lease in list(_leases.items()):
+        if lease not in gone:
+            continue
+        interrupt(sweep, CLIENT_GONE)  # a run in a measurement ends now, not at its end
+
+        def work(sweep: str = sweep, lease: str = lease) -> str | None:
+            if _leases.get(sweep) != lease:  # released meanwhile
+                return None
+            return _drop(sweep, stopped=CLIENT_GONE)  # a run Dask started already: not begun
+
+        name = _lab_thread().call(work)
+        if name:
+            removed.append(name)
+    for lab, lease in list(_part_leases.items()):
+        if lease in gone:
+            _host, namespaces = down_part(lab, lease)
+            if namespaces:
+                removed.append(lab)
+    return removed
 
 
 def interrupt(sweep: str, name: str = "SIGINT") -> bool:

@@ -6,6 +6,11 @@ metadata (`netrig-hosts` → name → facts), removes the leftovers of a worker 
 that was killed before, and tears its labs down when it is stopped (SIGTERM, SIGINT).
 No nanny: the worker is the one process recorded for the host, and a worker that dies is
 a lost host whose runs the client sends elsewhere.
+
+A watchdog (`NetrigWorker.watch_clients`, every WATCH_INTERVAL seconds while this host keeps
+a sweep's lab) asks the scheduler whether the leases of those sweeps' clients still exist;
+the labs of a client that is gone (killed: it could not release them) are released here
+(`tasks.reap`). One small request to the scheduler per tick, none while nothing is kept.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import os
 import signal
 from typing import Any
 
-from distributed import Worker
+from distributed import Status, Worker
+from tornado.ioloop import PeriodicCallback
 
 from netrig.cluster import tasks
 from netrig.cluster.host import (
@@ -31,6 +37,8 @@ from netrig.host.facts import collect_host_facts
 from netrig.lab.build import LabError
 
 FACT_TOOLS = ("iperf3", "fping", "ping", "bird", "babeld", "batmand")
+WATCH_INTERVAL = 2.0  # s between the watchdog's questions to the scheduler
+log = logging.getLogger("netrig")
 
 
 def host_facts(config: HostConfig) -> dict[str, Any]:
@@ -66,6 +74,35 @@ class NetrigWorker(Worker):
         set_current(self.host_config)
         quiet_dask()
         super().__init__(*args, **kwargs)
+        self._reaping = False
+        self.periodic_callbacks["netrig-clients"] = PeriodicCallback(
+            self.watch_clients, WATCH_INTERVAL * 1000)
+
+    async def watch_clients(self) -> None:
+        """Release the labs of sweeps whose client left the scheduler without releasing
+        them: the scheduler has forgotten their lease. A question the scheduler cannot
+        answer decides nothing."""
+        held = tasks.leases()
+        if not held or self._reaping or self.status != Status.running:
+            return
+        try:
+            known = await self.scheduler.get_task_status(keys=sorted(held))
+        except Exception:  # the scheduler away (reconnecting): ask again next time
+            return
+        gone = {key for key in held if known.get(key) is None}
+        if not gone:
+            return
+        self._reaping = True
+        try:
+            removed = await asyncio.to_thread(tasks.reap, gone)
+        except Exception:
+            log.exception("releasing the labs of a client that left the cluster")
+        else:
+            if removed:
+                log.warning("the client of lab %s left the cluster without releasing it: "
+                            "released", ", ".join(removed))
+        finally:
+            self._reaping = False
 
     async def start_unsafe(self) -> NetrigWorker:
         if not _prepared:

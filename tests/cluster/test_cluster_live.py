@@ -334,6 +334,72 @@ def test_ospf_converges_across_hosts_over_the_tunnels(cluster: str, tmp_path: Pa
     assert name not in bird.stdout
 
 
+def _sleeper(tmp_path: Path, seconds: float, repeat: int) -> tuple[Path, str]:
+    """A sweep whose runs only sleep in a node (no CPU taken from the other tests)."""
+    name = new_lab_name("dz")
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"name: {name}\ntopology: {{kind: pair}}\n"
+                    f"measure:\n  - command: {{node: n1, cmd: 'sleep {seconds}'}}\n"
+                    f"repeat: {repeat}\n")
+    return path, name
+
+
+def _namespaces_of(lab: str) -> list[str]:
+    return [ns for ns in netns.list_names() if ns.startswith(CLUSTER) and f"-{lab}-" in ns]
+
+
+def test_a_killed_client_s_labs_are_released_and_a_live_sweep_goes_on(
+    cluster: str, tmp_path: Path
+) -> None:
+    """kill -9 of `netrig run --cluster`: every host releases that sweep's lab by itself
+    within seconds (the scheduler forgets the dead client's lease), the run it was
+    measuring cut short; another client's sweep on the same hosts runs on untouched."""
+    victim_path, victim = _sleeper(tmp_path, 4, repeat=12)
+    live_path, live = _sleeper(tmp_path, 1, repeat=9)
+    run = [sys.executable, "-m", "netrig", "run", "--cluster", cluster, "--db"]
+    procs = [subprocess.Popen([*run, str(tmp_path / "v.db"), str(victim_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not all(
+                victim in labs for labs in _labs_on_hosts().values()):
+            time.sleep(0.3)
+        assert all(victim in labs for labs in _labs_on_hosts().values()), _labs_on_hosts()
+        status = netrig_cli("status", "--cluster", cluster)
+        assert f"{victim} (up, 2 nodes, a sweep)" in status.stdout, status.stdout
+        assert "within seconds of its client leaving" in status.stdout
+        procs.append(subprocess.Popen([*run, str(tmp_path / "l.db"), str(live_path)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+        while time.monotonic() < deadline and not any(
+                live in labs for labs in _labs_on_hosts().values()):
+            time.sleep(0.2)
+        assert _namespaces_of(victim) and _namespaces_of(live)  # both sweeps' labs are up
+        os.kill(procs[0].pid, signal.SIGKILL)
+        procs[0].wait()
+        killed = time.monotonic()
+        while _namespaces_of(victim) and time.monotonic() - killed < 30:
+            time.sleep(0.2)
+        took = time.monotonic() - killed
+        print(f"the killed client's lab was released on every host in {took:.1f} s")
+        assert _namespaces_of(victim) == [] and took <= 20, _namespaces_of(victim)
+        assert all(victim not in labs for labs in _labs_on_hosts().values())
+        _out, err = procs[1].communicate(timeout=180)
+        assert procs[1].returncode == 0, err
+        runs = _runs(tmp_path / "l.db")
+        assert len(runs) == 9 and all(r[2] == "ok" for r in runs), runs
+        built = int(err.split(" lab build")[0].rsplit("; ", 1)[1])
+        assert built <= 3, err  # each host built it once: never taken down under it
+        assert all(live not in labs for labs in _labs_on_hosts().values())
+    finally:
+        for proc in procs:  # ours: by PID
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        netrig_cli("down", victim, "--cluster", cluster, timeout=120)
+        netrig_cli("down", live, "--cluster", cluster, timeout=120)
+
+
 def test_a_worker_killed_mid_sweep_loses_no_run(cluster: str, tmp_path: Path) -> None:
     path, name = _experiment(tmp_path, repeat=6)
     db = tmp_path / "k.db"

@@ -286,6 +286,46 @@ def test_ctrl_c_stops_the_run_and_removes_every_part(cluster: str, tmp_path: Pat
     _nothing_left(name)
 
 
+def test_a_killed_client_s_parts_are_removed_and_an_up_lab_stays(
+    cluster: str, tmp_path: Path
+) -> None:
+    """kill -9 of `netrig run --cluster` of a spread lab: every host removes its part by
+    itself within seconds (the sweep's lease is gone at the scheduler); a lab of `netrig up
+    --cluster` (no sweep, no lease) on the same hosts stays until `netrig down`."""
+    path, name = _experiment(tmp_path, "measure:\n"
+                             "  - command: {node: n4, cmd: 'sleep 6'}\n", repeat=4)
+    other = new_lab_name("sp")
+    lab = tmp_path / "stays.yaml"
+    lab.write_text(f"name: {other}\ntopology: {{kind: chain, nodes: 3}}\nplacement: {{hosts: 3}}\n")
+    assert netrig_cli("up", str(lab), "--cluster", cluster, timeout=120).returncode == 0
+    db = tmp_path / "z.db"
+    proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
+                             "--cluster", cluster], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_lab(name, db, cluster)
+        time.sleep(1.0)  # inside the first run's sleep, on n4's host
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        killed = time.monotonic()
+        while (any(name in there for there in _labs_on_hosts().values())
+               and time.monotonic() - killed < 30):
+            time.sleep(0.2)
+        took = time.monotonic() - killed
+        print(f"the killed client's spread lab was removed from every host in {took:.1f} s")
+        assert took <= 20, _labs_on_hosts()
+        _nothing_left(name)
+        assert all(there == [other] for there in _labs_on_hosts().values()), _labs_on_hosts()
+        assert netrig_cli("exec", other, "n1", "--cluster", cluster, "--", "true").returncode == 0
+    finally:
+        if proc.poll() is None:  # ours: by PID
+            proc.kill()
+            proc.wait()
+        netrig_cli("down", name, "--cluster", cluster, timeout=120)
+        assert netrig_cli("down", other, "--cluster", cluster, timeout=120).returncode == 0
+    _nothing_left(other)
+
+
 def test_a_host_lost_mid_run_fails_that_run_with_its_reason(cluster: str, tmp_path: Path) -> None:
     """kill -9 of the worker of the iperf3 server's host: that run is stored as failed
     with the reason, the next one cannot have its lab (2 hosts left, placement asks for
