@@ -66,6 +66,7 @@ class Applied:
 
     label: str
     at: float
+    kind: str = ""  # as netrig.plan.events.Event has it: link-down, link-rate, node-stop, …
 
 
 @dataclass(frozen=True)
@@ -250,8 +251,9 @@ def derive(events: Sequence[Applied], samples: Sequence[tuple[str, Sample]]) -> 
 
 def _rate_change(event: Applied) -> bool:
     """A `link A-B rate …` event: it sets what the traffic is after it, which no longer
-    returns to what it was before (`after` is then what came after the event)."""
-    return " rate " in f" {event.label} "
+    returns to what it was before (`after` is then what came after the event). By its kind,
+    not its label (a node named `rate` is no rate change)."""
+    return event.kind == "link-rate"
 
 
 def _throughput_phases(

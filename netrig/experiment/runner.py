@@ -604,7 +604,7 @@ class _Session:
             ]
             result.add(step, outcome, several=True)
         applied = [
-            disruption.Applied(str(event), actual)
+            disruption.Applied(str(event), actual, event.kind)
             for _, actual, event, error in timeline.log
             if not error
         ]

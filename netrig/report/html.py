@@ -23,6 +23,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from netrig.base.scale import Scale, display_scale
+from netrig.base.values import render as as_written
 from netrig.report import verdicts
 from netrig.report.plots import PlotRequest, figure, png_bytes
 from netrig.stats.stored import (
@@ -442,7 +443,8 @@ def _comparisons(data: StoredExperiment, metrics: Sequence[MetricRef], layout: L
         out.append('<p class="note">One sweep point: nothing to compare it with.</p></section>')
         return "".join(out)
     elif layout.group is None:
-        how = f"each {layout.x} against the first ({layout.x}={data.values_of(layout.x)[0]})"
+        first = as_written(data.values_of(layout.x)[0])
+        how = f"each {layout.x} against the first ({layout.x}={first})"
     else:
         first = data.values_of(layout.group)[0]
         how = f"at each {layout.x}, each {layout.group} against {layout.group}={first}"
@@ -502,7 +504,7 @@ def _comparison_rows(
     else:
         for xv in data.values_of(layout.x):
             members = [g for g in groups if g.value(layout.x) == xv]
-            sets.append((f"{metric.label}, {layout.x}={xv}", members))
+            sets.append((f"{metric.label}, {layout.x}={as_written(xv)}", members))
     return _comparison_sets(sets)
 
 

@@ -182,13 +182,18 @@ def test_after_a_rate_change_the_traffic_after_it_is_after() -> None:
     back at half of `before` (38 Mbit/s stored "after" on a path cut to 20: one burst),
     or there was none at all."""
     series = flow([50, 50, 50, 50, 30, 12, 18, 22, 19, 21])  # 0.5 s intervals
-    out = derive([Applied("link a-b rate off @ 1s", 1.0),
-                  Applied("link b-c rate 20mbit @ 2s", 2.0)], series)  # fmt: skip
+    out = derive([Applied("link a-b rate off @ 1s", 1.0, "link-rate"),
+                  Applied("link b-c rate 20mbit @ 2s", 2.0, "link-rate")], series)  # fmt: skip
     assert by_stream(out, "throughput_during")[None] == pytest.approx(50.0)
     assert by_stream(out, "throughput_after")[None] == pytest.approx((30 + 12 + 18 + 22 + 19 + 21) / 6)
-    slower = derive([Applied("link a-b rate 1mbit @ 2s", 2.0)], flow([50] * 4 + [1] * 6))
+    slower = derive([Applied("link a-b rate 1mbit @ 2s", 2.0, "link-rate")],
+                    flow([50] * 4 + [1] * 6))  # fmt: skip
     assert by_stream(slower, "throughput_after")[None] == pytest.approx(1.0)
     assert "throughput_during" not in {s.metric for s in slower}
+    # a node named `rate` stopped is no rate change: `after` waits for the traffic's return
+    stop = derive([Applied("node rate stop @ 2s", 2.0, "node-stop")],
+                  flow([10, 10, 10, 10, 1, 2, 9, 9]))  # fmt: skip
+    assert by_stream(stop, "throughput_during")[None] == pytest.approx(1.5)
 
 
 def test_without_probes_an_interval_begun_before_the_event_is_no_recovery() -> None:

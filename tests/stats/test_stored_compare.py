@@ -431,3 +431,7 @@ def test_a_switch_swept_reads_as_the_file_writes_it(tmp_path: Path) -> None:
     for kind in ("line", "box"):
         ax = figure(data, PlotRequest(kind=kind, y="v", x="bfd")).axes[0]  # type: ignore[arg-type]
         assert {t.get_text() for t in ax.get_xticklabels()} == {"true", "false"}, kind
+    from netrig.report.html import render
+
+    page = render(data)
+    assert "bfd=true" in page and "bfd=True" not in page and "bfd=False" not in page
