@@ -8,6 +8,7 @@ import importlib
 import os
 import pkgutil
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -282,6 +283,25 @@ def test_up_without_click_says_and_exits_as_click_s_command_does(tmp_path: Path)
         assert ("missing.yaml" in quick[2]) != ("bad.yaml:2" in quick[2]), quick
     quick, slow = _netrig_both_ways("up", str(tmp_path))
     assert quick == slow and quick[0] == 2 and "is a directory" in quick[2], quick
+    # a reader gone before the summary line (`| head -0`): click's exit 1 without a word,
+    # the quick path too (it had printed a BrokenPipeError traceback)
+    through_click = (
+        "import sys; from netrig.cli.group import main; "
+        f"sys.argv = {['netrig', 'up', '-q', '--no-check', '--name', name, ring]!r}; main()"
+    )
+    ways = []
+    for python in ([sys.executable, "-m", "netrig", "up", "-q", "--no-check", "--name", name,
+                    ring], [sys.executable, "-c", through_click]):  # fmt: skip
+        down()
+        try:
+            done = subprocess.run(
+                ["bash", "-c", f"{shlex.join(python)} | (exec 0<&-; true); "
+                 "exit ${PIPESTATUS[0]}"], capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+        finally:
+            down()
+        ways.append((done.returncode, done.stderr))
+    assert ways[0] == ways[1] == (1, ""), ways
 
 
 STATIC_RING = "name: {name}\ntopology: {{kind: ring, nodes: 6}}\nrouting: {{protocol: static}}\n"

@@ -57,6 +57,9 @@ def run_command(command: Callable[[], object], args: list[str]) -> NoReturn:
     except KeyboardInterrupt:  # Ctrl-C while a command's modules load, before it created anything
         sys.stderr.write("netrig: interrupted\n")
         sys.exit(130)
+    except BrokenPipeError:  # as click's main: the reader of the output is gone (`| head`)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (Python flushes it at exit)
+        code = 1
     except Exception:
         if not Interrupts.seen:  # a real error
             raise
