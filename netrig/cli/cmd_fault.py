@@ -42,10 +42,10 @@ def link(lab: str, a: str, b: str, state: str, cluster: str | None) -> None:
     started = time.perf_counter()
     found = faults.set_link(running, a, b, up=state == "up")
     ms = (time.perf_counter() - started) * 1000
-    console.print(
-        f"lab {lab}: link {found.a}:{found.a_iface} – {found.b}:{found.b_iface} {state} "
-        f"({ms:.1f} ms)"
-    )
+    ends = [f"{found.a}:{found.a_iface}", f"{found.b}:{found.b_iface}"]
+    if found.a != a:  # in the order the command names them, as with --cluster
+        ends.reverse()
+    console.print(f"lab {lab}: link {' – '.join(ends)} {state} ({ms:.1f} ms)")
 
 
 def _link_on_cluster(lab: str, a: str, b: str, state: str, address: str) -> None:
