@@ -200,11 +200,12 @@ def _sides(store: Any, a: str, b: str) -> tuple[Any, Any, Any, Any]:
     da = load(store, sa.experiment)
     db = da if sb.experiment == sa.experiment else load(store, sb.experiment)
     # the filters' parameters before any metric: `alg=x alg=y` on a newest experiment
-    # without `alg` had said it has no metric 'requests_per_s'
+    # without `alg` had said it has no metric 'requests_per_s'; and a value no run has is
+    # bad input naming the values there are, as in `stat` and `plot`
     for given, selector, data in ((a, sa, da), (b, sb, db)):
         names = [name for name, _ in selector.filters]
         if not taken[given] or all(name in data.params for name in names):
-            data.check_params(names)
+            data.check_filters(selector.filters)
             continue
         missing = next(name for name in names if name not in data.params)
         raise CommandError(
@@ -264,7 +265,9 @@ def compare_text(
         out.append(f"== {metric}" + (" per-interval samples" if kind == "intervals" else ""))
         for symbol, selector, groups in (("x", sa, ga), ("+", sb, gb)):
             out.extend(_side_notes(symbol, str(selector), groups))
-        unmatched = unmatched or not ga or not gb  # a value the sweep never had: bad input
+        if not ga or not gb:  # no run of a side has this metric: bad input, nothing to weigh
+            unmatched = True
+            continue
         hosts_a, hosts_b = _host_counts(ga), _host_counts(gb)
         if by == "host":
             for host in sorted(set(hosts_a) | set(hosts_b)):

@@ -42,10 +42,10 @@ def link(lab: str, a: str, b: str, state: str, cluster: str | None) -> None:
     started = time.perf_counter()
     found = faults.set_link(running, a, b, up=state == "up")
     ms = (time.perf_counter() - started) * 1000
-    console.print(
-        f"lab {lab}: link {found.a}:{found.a_iface} – {found.b}:{found.b_iface} {state} "
-        f"({ms:.1f} ms)"
-    )
+    ends = [f"{found.a}:{found.a_iface}", f"{found.b}:{found.b_iface}"]
+    if found.a != a:  # in the order the command names them, as with --cluster
+        ends.reverse()
+    console.print(f"lab {lab}: link {' – '.join(ends)} {state} ({ms:.1f} ms)")
 
 
 def _link_on_cluster(lab: str, a: str, b: str, state: str, address: str) -> None:
@@ -70,7 +70,9 @@ def node(lab: str, node: str, action: str) -> None:
 
     Stop ends them by PID (SIGTERM, then SIGKILL after a grace period); start runs them
     again with the configuration they had. Links and addresses stay as they are. The same
-    as an experiment's `node N stop|start @ T` event.
+    as an experiment's `node N stop|start @ T` event, except that starting an Open vSwitch
+    switch node here returns once it forwards again, as `up` does (with STP ~8 s; if it
+    does not within 20 s, this says so).
     """
     require_root("node")
     running = Lab.attach(lab)
@@ -78,8 +80,26 @@ def node(lab: str, node: str, action: str) -> None:
         stopped = faults.stop_node(running, node)
         console.print(f"lab {lab}: stopped {', '.join(stopped) or 'nothing (none running)'}")
         return
+    begun = time.perf_counter()
     started, skipped = faults.start_node(running, node)
+    forwards = ""
+    if running.plan.node(node).ovs is not None:
+        from netrig.switch import ovs
+
+        # as `up` does: returns once the switch forwards again (with STP, ~8 s)
+        settling = ovs.wait_restarted(running, node, ovs.RESTART_WAIT)
+        took = time.perf_counter() - begun
+        if settling:
+            forwards = (
+                f"; it does not forward yet: spanning tree still settling after "
+                f"{ovs.RESTART_WAIT:g} s ({', '.join(settling[:5])})"
+            )
+        else:
+            forwards = f"; {node} forwards ({took:.1f} s)"
     if started:
-        console.print(f"lab {lab}: started {', '.join(started)}")
+        console.print(f"lab {lab}: started {', '.join(started)}{forwards}", soft_wrap=True)
     if skipped:
-        console.print(f"lab {lab}: already running: {', '.join(skipped)}")
+        console.print(
+            f"lab {lab}: already running: {', '.join(skipped)}{'' if started else forwards}",
+            soft_wrap=True,
+        )

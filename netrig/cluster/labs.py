@@ -244,7 +244,7 @@ def exec_on(name: str, node: str, argv: list[str], address: str) -> tuple[str, i
 
 @dataclass
 class LinkChange:
-    ends: list[tuple[str, str]]  # (host, "node:iface")
+    ends: list[tuple[str, str]]  # (host, "node:iface"), A's end first
     tunnel: bool  # a cut link (a VXLAN tunnel end on each of two hosts)
 
 
@@ -275,7 +275,10 @@ def link_with(client: Any, name: str, a: str, b: str, up: bool, address: str) ->
         raise BadInput(f"lab {name}: the other end of {a}–{b} is on no host of {address}")
     if up:  # routes only once both ends are up: their nexthops are reachable
         on_every_host("routes")
-    return LinkChange([(r["host"], end) for r in done for end in r["ends"]], tunnel)
+    # the ends in the order the command names them (hosts answer in their own order)
+    ends = sorted(((r["host"], end) for r in done for end in r["ends"]),
+                  key=lambda host_end: host_end[1].partition(":")[0] != a)  # fmt: skip
+    return LinkChange(ends, tunnel)
 
 
 def node_addr(name: str, node: str, address: str, family: int = 4) -> str:

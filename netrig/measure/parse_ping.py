@@ -36,7 +36,7 @@ _RTT = re.compile(
     r"^(?:rtt|round-trip) min/avg/max(?:/mdev)? = (?P<min>[\d.]+)/(?P<avg>[\d.]+)/"
     r"(?P<max>[\d.]+)(?:/(?P<mdev>[\d.]+))? ms"
 )
-_PROBLEM = re.compile(r"^From \S+ icmp_seq=\d+ (?P<what>.+)$")
+_PROBLEM = re.compile(r"^From (?P<source>\S+?)(?: \([^)]*\))? icmp_seq=\d+ (?P<what>.+)$")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def parse_ping(stdout: str, stderr: str = "") -> PingResult:
                 stamp = float(match["stamp"]) if match["stamp"] else None
                 replies.append(PingReply(int(match["seq"]), float(match["rtt"]), stamp))
         elif match := _PROBLEM.match(line):
-            problems.append(match["what"])
+            problems.append(f"{match['what']} from {match['source']}")
         elif match := _COUNTS.match(line):
             counts = match
         elif match := _RTT.match(line):
@@ -107,7 +107,11 @@ def parse_ping(stdout: str, stderr: str = "") -> PingResult:
         Sample("loss_percent", loss, "%"),
     ]
     if received == 0 or rtt is None:
-        why = f" ({problems[0]})" if problems else ""
+        # what came back instead, as ping printed it: the first, and how many errors in all
+        errors = int(counts["errors"] or 0)
+        said = [problems[0]] if problems else []
+        said += [f"{errors} errors"] if errors > 1 or (errors and not problems) else []
+        why = f" ({'; '.join(said)})" if said else ""
         raise MeasurementFailed(
             f"no reply from {target or address}: {sent} sent, 0 received, {loss:g}% loss{why}",
             totals,

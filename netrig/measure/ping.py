@@ -14,7 +14,9 @@ Pairs are measured at the same time: one `ping` per pair, or one `fping` per sou
 over all its targets. Each pair's samples carry the stream `SRC>DST`; with several pairs the
 summary (no stream) is the mean RTT over pairs, the extremes, and the overall loss. A pair
 that got no reply at all makes the measurement fail (its loss counters are kept), since an
-RTT of a dead path does not exist and must not be stored as 0.
+RTT of a dead path does not exist and must not be stored as 0; ping sends every probe even
+when ICMP errors come back, and the reason names the first (`… 20 sent, 0 received, 100%
+loss (Time to live exceeded from 198.18.0.5; 7 errors)`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
 PACKAGES = {"ping": "iputils-ping", "fping": "fping"}
 SLACK = 5.0  # seconds beyond count × interval before the measurement counts as hung
+LINGER = 2  # seconds ping waits for the last replies once every probe is sent
 
 
 class PingOptions(MeasureOptions):
@@ -219,13 +222,19 @@ def _collect(started: list[_Started], timeout: float, program: str) -> list[tupl
 def _ping(
     lab: Lab, o: PingOptions, pairs: list[tuple[str, str]], timeout: float
 ) -> dict[tuple[str, str], tuple[list[Sample], str | None, str]]:
-    deadline = max(1, int(o.count * o.interval + 2))
-    argv = ["ping", "-n", "-q", "-c", str(o.count), "-i", f"{o.interval:g}", "-w", str(deadline)]
+    # every probe is sent: no -w deadline, with which iputils ping stops at its first ICMP
+    # error (a 20-probe run said "1 sent, 0 received"); -W bounds the wait for the last
+    # replies instead (netrig's own timeout still ends a hung one). Not -q: the error lines
+    # ("From 198.18.0.5 icmp_seq=1 Time to live exceeded") say why a probe was not answered
+    argv = ["ping", "-n", "-c", str(o.count), "-i", f"{o.interval:g}", "-W", str(LINGER)]
     if o.size is not None:
         argv += ["-s", str(o.size)]
     if o.family == 6:
         argv.append("-6")
-    procs = [_Started(lab, src, [*argv, _address(lab, o, src, dst)], "ping") for src, dst in pairs]
+    procs = [
+        _Started(lab, src, [*argv, _address(lab, o, src, dst)], "ping", spooled=True)
+        for src, dst in pairs
+    ]
     out: dict[tuple[str, str], tuple[list[Sample], str | None, str]] = {}
     for pair, (stdout, stderr) in zip(pairs, _collect(procs, timeout, "ping"), strict=True):
         try:

@@ -357,8 +357,9 @@ def _lift_addresses(
     reader: _Reader, nodes: list[dict[str, Any]], links: list[dict[str, Any]]
 ) -> None:
     """`ip addr add CIDR dev IF` exec lines on a link's interface become that end's
-    explicit address, so the plan knows it (measurements, graph) and netrig sets it at build;
-    other exec lines stay, in their order."""
+    explicit address, and those on `lo` the node's loopbacks (the address that stands for
+    it: lab.addr, trace), so the plan knows them (measurements, graph) and netrig sets them
+    at build; other exec lines stay, in their order."""
     ends: dict[tuple[str, str], tuple[int, str]] = {}
     for j, link in enumerate(links):
         ends[(link["a"], link["a_ifname"])] = (j, "a_addr")
@@ -378,11 +379,20 @@ def _lift_addresses(
                 link = links[end[0]]
                 link.setdefault(end[1], []).append(found[0])
                 reader.marks.setdefault(("links", end[0], end[1]), path)
+            elif found and found[1] == "lo" and "netns" not in node and _loopback_cidr(found[0]):
+                node.setdefault("loopbacks", []).append(found[0])
+                reader.marks.setdefault(("nodes", index, "loopbacks"), path)
             else:
                 kept.append((line, path))
         node["exec"] = [line for line, _path in kept]
         for k, (_line, path) in enumerate(kept):
             reader.marks[("nodes", index, "exec", k)] = path
+
+
+def _loopback_cidr(cidr: str) -> bool:
+    """An address a lab may give a node's lo (not 127.0.0.0/8 or ::1: lo has those; such a
+    line stays an exec line)."""
+    return not ip_interface(cidr).ip.is_loopback
 
 
 def _installs_packages(line: str) -> bool:

@@ -259,6 +259,11 @@ class Node(Strict):
         description="share the network namespace of another node (own programs and binds, "
         "that node's interfaces), as containerlab's network-mode container:X",
     )
+    loopbacks: Addresses = Field(
+        default=[],
+        description="addresses on the node's lo, written (a containerlab file's `ip addr add "
+        "CIDR dev lo` exec lines): they stand for the node (before the pool's loopback)",
+    )
 
     @model_validator(mode="after")
     def _stp_on_switch(self) -> Node:
@@ -274,6 +279,8 @@ class Node(Strict):
             raise ValueError("services run on host nodes, not on a switch")
         if (self.exec or self.cmd or self.binds or self.netns) and self.kind != "host":
             raise ValueError("exec, cmd, binds and netns apply to host nodes, not to a switch")
+        if self.loopbacks and (self.kind != "host" or self.netns):
+            raise ValueError("loopbacks apply to host nodes with a namespace of their own")
         return self
 
 

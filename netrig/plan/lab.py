@@ -84,6 +84,8 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
             where = graph.where(graph.node_paths[spec_node.name])
             problems.append(Problem(where, f"namespace name {ns!r} too long"))
         nodes[spec_node.name] = NodePlan(spec_node.name, spec_node.kind, ns, i)
+        # written ones first: they stand for the node (lab.addr), as its pool loopback would
+        nodes[spec_node.name].loopbacks = [str(cidr) for cidr in spec_node.loopbacks]
     _node_programs(graph, nodes, problems)
     if problems:
         raise SpecError(problems)
@@ -140,7 +142,8 @@ def build_plan(graph: LabGraph, defer_routes: bool = False) -> LabPlan:
     segments = _segments(nodes, links, graph, bridged_hosts, mode)
     networks = _assign_addresses(graph, nodes, segments, problems)
     _check_link_ends(graph, nodes, links, problems)
-    if not problems and any(g.a_addr or g.b_addr for g in graph.links):
+    links_written = any(g.a_addr or g.b_addr for g in graph.links)
+    if not problems and (links_written or any(n.loopbacks for n in graph.nodes.values())):
         _check_written_addresses(graph, nodes, networks, problems)
         if not problems and (proto.plans_routes() or proto.runs_daemons()):
             _check_segments_apart(graph, nodes, networks, problems)
@@ -273,7 +276,15 @@ def _check_written_addresses(
     written: set[str] = set()  # interfaces whose addresses the file wrote
     for node in nodes.values():
         for cidr in node.loopbacks:
-            owner.setdefault(cidr.split("/")[0], f"{node.name}:lo")
+            ip, label = cidr.split("/")[0], f"{node.name}:lo"
+            other = owner.setdefault(ip, label)
+            where[label] = graph.where(graph.node_paths[node.name])
+            if cidr in {str(c) for c in graph.nodes[node.name].loopbacks}:  # the file wrote it
+                written.add(label)
+            if other != label:  # one on two nodes: where the file wrote it
+                at = where[other] if other in written and label not in written else where[label]
+                problems.append(Problem(at, f"{label} and {other} both have address {ip}"))
+                return
     for node in nodes.values():
         for iface in node.ifaces:
             label = f"{node.name}:{iface.name}"

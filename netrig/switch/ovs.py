@@ -29,9 +29,10 @@ import json
 import os
 import re
 import shutil
+import socket as socketlib
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from ipaddress import ip_address
 from typing import TYPE_CHECKING
 
@@ -273,29 +274,68 @@ def _wait_for(lab: Lab, node: str, what: str, ready: Callable[[], bool]) -> None
     daemons.wait_until(lab, ready, START_TIMEOUT, f"{node}: Open vSwitch did not get {what}")
 
 
+def _answers(path: str) -> bool:
+    """Something accepts connections on the Unix socket at PATH (not a stopped server's
+    leftover file)."""
+    with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as sock:
+        try:
+            sock.connect(path)
+        except OSError:
+            return False
+    return True
+
+
 def _connected(lab: Lab, node: str) -> bool:
     return "true" in vsctl(lab, node, "--bare", "--columns=is_connected", "list", "Controller")
 
 
-def stp_settling(lab: Lab) -> list[str]:
-    """`node:port` of every OVS STP port still listening or learning."""
+def stp_settling(lab: Lab, only: Collection[str] | None = None) -> list[str]:
+    """`node:port` of every OVS STP port (of the nodes ONLY names, if given) still
+    listening or learning."""
     out = []
     for node in ovs_nodes(lab.plan):
-        if node.ovs and node.ovs.stp:
-            text = appctl(lab, node.name, "stp/show", node.ovs.bridge)
+        if node.ovs and node.ovs.stp and (only is None or node.name in only):
+            try:
+                text = appctl(lab, node.name, "stp/show", node.ovs.bridge)
+            except LabError as exc:  # a daemon just started: the bridge's STP comes a little later
+                if "no such stp object" not in str(exc):
+                    raise
+                out.append(f"{node.name}: STP not running yet")
+                continue
             for port, state in re.findall(r"^\s+(\S+)\s+\S+\s+(listening|learning)\b", text, re.M):
                 out.append(f"{node.name}:{port} {state}")
     return out
 
 
-def wait_stp(lab: Lab, timeout: float) -> list[str]:
-    """Wait until no OVS STP port is listening or learning; return those that still are."""
+def wait_stp(lab: Lab, timeout: float, only: Collection[str] | None = None) -> list[str]:
+    """Wait until no OVS STP port (of the nodes ONLY names, if given) is listening or
+    learning; return those that still are."""
     deadline = time.monotonic() + timeout
-    settling = stp_settling(lab)
+    settling = stp_settling(lab, only)
     while settling and time.monotonic() < deadline:
         time.sleep(0.2)
-        settling = stp_settling(lab)
+        settling = stp_settling(lab, only)
     return settling
+
+
+RESTART_WAIT = 20.0  # s: at most, for a switch started again to forward (STP: ~8 s)
+
+
+def wait_restarted(lab: Lab, node: str, timeout: float = RESTART_WAIT) -> list[str]:
+    """After NODE's daemons were started again (`netrig node LAB s1 start`, with the
+    database they had): wait, as `up` does, until ovs-vswitchd has built the bridge, a
+    standalone controller is connected and, with STP, every port has left listening and
+    learning (~8 s); return the ports still settling after TIMEOUT s ([]: it forwards)."""
+    plan = lab.plan.node(node).ovs
+    if plan is None:
+        return []
+    socket = os.path.join(run_dir(lab, node), "db.sock")
+    _wait_for(lab, node, "its database", functools.partial(_answers, socket))
+    # a change without --no-wait returns once ovs-vswitchd has applied the database
+    vsctl(lab, node, "set", "Open_vSwitch", ".", f"external_ids:netrig-lab={lab.name}")
+    if plan.controller == "standalone":
+        _wait_for(lab, node, "its controller", functools.partial(_connected, lab, node))
+    return wait_stp(lab, timeout, [node]) if plan.stp else []
 
 
 def bridge_facts(lab: Lab, node: str) -> dict[str, str | bool]:

@@ -271,14 +271,21 @@ def test_link_down_and_up_across_hosts_and_within_one(cluster: str, tmp_path: Pa
             assert "inet6 2001:2:" in before[1]
             down = netrig_cli("link", name, a, b, "down", "--cluster", cluster)
             assert down.returncode == 0, down.stderr
-            assert kind in down.stdout and f"{a}:{link.a_iface} ({where[a]})" in down.stdout
+            assert kind in down.stdout, down.stdout
+            ends = f"{a}:{link.a_iface} ({where[a]}) – {b}:{link.b_iface} ({where[b]})"
+            assert f"link {ends} down (" in down.stdout, down.stdout
             ping = netrig_cli("exec", name, a, "--cluster", cluster, "--", "ping", "-c1",
                               "-W1", plan.addr(b))
             assert ping.returncode != 0  # static routing: no way round while it is down
             trace = netrig_cli("trace", name, a, b, "--cluster", cluster)
             assert trace.returncode == 1 and f"{a} → {b} ({plan.addr(b)})" in trace.stdout
-            up = netrig_cli("link", name, a, b, "up", "--cluster", cluster)
+            up = netrig_cli("link", name, b, a, "up", "--cluster", cluster)
             assert up.returncode == 0, up.stderr
+            # the ends in the command's order, whichever host answered first
+            assert (
+                f"link {b}:{link.b_iface} ({where[b]}) – {a}:{link.a_iface} ({where[a]}) up ("
+                in up.stdout
+            ), up.stdout
             assert _node_state(cluster, name, a, link.a_iface) == before  # routes and addresses (IPv6 too) as they were
             ping = netrig_cli("exec", name, a, "--cluster", cluster, "--", "ping", "-c1",
                               "-W2", plan.addr(b))

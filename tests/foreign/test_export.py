@@ -90,6 +90,49 @@ def test_the_sysctls_survive_the_round_trip(tmp_path: Path) -> None:
     assert again.sysctls == original.sysctls
 
 
+def test_the_loopbacks_survive_the_round_trip(tmp_path: Path) -> None:
+    """`ip addr add CIDR dev lo` exec lines had stayed exec lines: the plan knew no
+    loopback, so lab.addr("n9") and `trace n1 n9` took n9's link address (one path, not
+    the ring's ECMP split); they are the node's loopbacks again, set by the build."""
+    out = tmp_path / "ring16.clab.yml"
+    assert netrig_cli("export", str(EXAMPLES / "ring16.yaml"), "-o", str(out)).returncode == 0
+    original = build_plan(load_file(str(EXAMPLES / "ring16.yaml")))
+    again = build_plan(load_file(str(out)))
+    for name, node in original.nodes.items():
+        assert again.nodes[name].loopbacks == node.loopbacks
+        assert again.addr(name) == original.addr(name)
+        assert again.addr(name, 6) == original.addr(name, 6)
+        assert not [argv for argv in again.nodes[name].exec if argv[-2:] == ["dev", "lo"]]
+    assert again.addr("n9") == "198.18.0.9"
+
+
+def test_a_loopback_exec_line_that_is_no_lab_address_stays_a_line(tmp_path: Path) -> None:
+    src = tmp_path / "lo.clab.yml"
+    src.write_text(
+        "name: lo\ntopology:\n  nodes:\n"
+        "    a: {kind: linux, exec: ['ip addr add 127.0.0.2/8 dev lo',"
+        " 'ip addr add 192.0.2.1/32 dev lo']}\n"
+        "    b: {kind: linux, network-mode: 'container:a',"
+        " exec: ['ip addr add 192.0.2.2/32 dev lo']}\n"
+    )
+    plan = build_plan(load_file(str(src)))
+    assert plan.nodes["a"].loopbacks == ["192.0.2.1/32"] and plan.addr("a") == "192.0.2.1"
+    assert plan.nodes["a"].exec == [["ip", "addr", "add", "127.0.0.2/8", "dev", "lo"]]
+    assert plan.nodes["b"].loopbacks == []  # a's lo: its own line adds it there
+    assert plan.nodes["b"].exec == [["ip", "addr", "add", "192.0.2.2/32", "dev", "lo"]]
+
+
+def test_a_written_loopback_another_node_has_is_refused_at_its_line(tmp_path: Path) -> None:
+    src = tmp_path / "twice.yaml"
+    src.write_text(
+        "name: twice\ntopology: {kind: chain, nodes: 3}\nnodes:\n"
+        "  - {name: n3, loopbacks: [198.18.0.1/32]}\n"
+    )
+    result = netrig_cli("validate", str(src))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"{src}:4:5: n3:lo and n1:lo both have address 198.18.0.1"
+
+
 def test_daemons_named_in_the_header_not_exported() -> None:
     result = netrig_cli("export", str(EXAMPLES / "ospf-ring6.yaml"))
     assert result.returncode == 0
@@ -108,6 +151,12 @@ def test_exported_ring_up_routes_like_the_original(tmp_path: Path) -> None:
         assert ping.returncode == 0, ping.stdout
         routes = lab.exec("n1", ["ip", "route", "show", "198.18.0.9"], capture_output=True)
         assert routes.stdout.count("nexthop via") == 2  # both ways round the ring, as netrig's
+        # n9 is its loopback, as in the original: the flows split both ways round the ring
+        assert lab.addr("n9") == "198.18.0.9"
+        trace = netrig_cli("trace", lab.name, "n1", "n9", "--count", "64")
+        assert trace.returncode == 0, trace.stdout + trace.stderr
+        assert "n1 → n9 (198.18.0.9)" in trace.stdout
+        assert "n1 (eth0) → n2" in trace.stdout and "n1 (eth1) → n16" in trace.stdout
     finally:
         lab.down()
 

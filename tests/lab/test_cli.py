@@ -63,8 +63,10 @@ def test_link_down_up_puts_static_routes_back(tmp_path, lab_name) -> None:  # ty
         down = netrig_cli("link", lab_name, "n1", "n2", "down")
         assert down.returncode == 0, down.stderr
         assert len(routes("n1")) < len(before)  # the kernel dropped those through n2
-        up = netrig_cli("link", lab_name, "n1", "n2", "up")
+        assert "link n1:eth0 – n2:eth0 down" in down.stdout, down.stdout
+        up = netrig_cli("link", lab_name, "n2", "n1", "up")
         assert up.returncode == 0, up.stderr
+        assert "link n2:eth0 – n1:eth0 up" in up.stdout, up.stdout  # in the command's order
         assert routes("n1") == before
         ping = netrig_cli("exec", lab_name, "n1", "--", "ping", "-c1", "-W2", "198.18.0.2")
         assert ping.returncode == 0, ping.stdout + ping.stderr

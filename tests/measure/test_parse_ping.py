@@ -90,7 +90,10 @@ def test_partial_loss_is_a_result(recorded: Recorded) -> None:
     [
         ("loss-all", "no reply from 198.18.0.99: 3 sent, 0 received, 100% loss"),
         ("loss-all-errors", "no reply from 198.18.0.99: 8 sent, 0 received, 100% loss"
-                            " (Destination Host Unreachable)"),
+                            " (Destination Host Unreachable from 198.18.0.1; 8 errors)"),
+        # what came back, and from where (ICMP errors are rate-limited: 7 for 20 probes)
+        ("ttl-exceeded", "no reply from 198.18.0.5: 20 sent, 0 received, 100% loss"
+                         " (Time to live exceeded from 198.18.0.3; 7 errors)"),
     ],
 )
 def test_total_loss_fails_and_keeps_the_counts(recorded: Recorded, name: str, reason: str) -> None:

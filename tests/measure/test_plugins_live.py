@@ -178,6 +178,38 @@ def test_ping_one_pair(lab: Lab) -> None:
     assert 0 < values["rtt_min"] <= values["rtt_avg"] <= values["rtt_max"] < 1000
 
 
+def test_ping_that_meets_icmp_errors_sends_every_probe_and_says_what_came_back() -> None:
+    """With a -w deadline iputils ping stops at its first ICMP error: a 20-probe run beyond
+    the TTL failed with "1 sent, 0 received" and no word of why."""
+    lab = Lab.from_spec(
+        {
+            "name": new_lab_name("m"),
+            "topology": {"kind": "chain", "nodes": 6},
+            "sysctls": {"net.ipv4.ip_default_ttl": "4"},  # n6 is 5 hops away: never reached
+        }
+    )
+    try:
+        lab.up()
+        plugin = measure.get("ping")
+        opts = plugin.Options.model_validate(
+            {"src": "n1", "dst": "n6", "count": 20, "interval": 0.05}
+        )
+        with pytest.raises(MeasurementFailed) as info:
+            plugin.run(lab, opts, plugin.timeout(opts))
+        reason = info.value.reason
+        assert reason.startswith("n1>n6: no reply from 198.18.0.6: 20 sent, 0 received, 100% loss")
+        assert "(Time to live exceeded from 198.18.0.5" in reason  # n5 drops it
+        kept = {s.metric: s.value for s in info.value.samples}
+        assert kept["sent"] == 20 and kept["received"] == 0
+        # one hop nearer it is answered, every probe
+        near = opts.model_copy(update={"dst": "n5"})
+        values = summary(plugin.run(lab, near, plugin.timeout(near)))
+        assert values["sent"] == values["received"] == 20
+        assert leftovers(lab) == []
+    finally:
+        lab.down()
+
+
 @requires_tool("fping")
 def test_fping_all_pairs_at_once(lab: Lab) -> None:
     items = run(lab, "ping", {"all_pairs": True, "count": 2, "interval": 0.01})

@@ -157,6 +157,45 @@ def test_star_with_stp_and_standalone_controller(ovs_lab: Callable) -> None:
     assert set(daemons(lab, "n1")) == {"ovsdb-server", "ovs-testcontroller", "ovs-vswitchd"}
 
 
+def test_node_start_returns_once_the_stp_switch_forwards(
+    ovs_lab: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`netrig node LAB s1 start` waits, as `up` does, until the restarted switch's STP
+    ports forward (it returned ~8 s before: a ping right after failed); bounded, and it
+    says so when the wait runs out."""
+    lab = ovs_lab(
+        {
+            "topology": {"kind": "star", "leaves": 2},
+            "nodes": [{"name": "n1", "kind": "switch", "switch": "ovs", "stp": True}],
+        }
+    )
+    ping = ("exec", lab.name, "n2", "--", "ping", "-c1", "-W1", lab.addr("n3"))
+    stop = netrig_cli("node", lab.name, "n1", "stop")
+    assert stop.returncode == 0, stop.stderr
+    start = netrig_cli("node", lab.name, "n1", "start")
+    assert start.returncode == 0, start.stderr
+    assert "started n1/ovsdb-server, n1/ovs-vswitchd; n1 forwards (" in start.stdout
+    stp = lab.exec("n1", ["ovs-appctl", "stp/show", "br0"], capture_output=True).stdout
+    assert stp.count("forwarding") == 2 and "listening" not in stp and "learning" not in stp
+    done = netrig_cli(*ping)
+    assert done.returncode == 0, done.stdout + done.stderr  # at once, not seconds later
+
+    # the wait is bounded: past it, the message says the switch does not forward yet
+    from click.testing import CliRunner
+
+    from netrig.cli.cmd_fault import node as node_command
+    from netrig.lab import faults
+
+    faults.stop_node(Lab.attach(lab.name), "n1")
+    monkeypatch.setattr(ovs, "RESTART_WAIT", 0.5)
+    result = CliRunner().invoke(node_command, [lab.name, "n1", "start"])
+    assert result.exit_code == 0, result.output
+    # (ports listening, or STP itself not running yet that early)
+    assert "it does not forward yet: spanning tree still settling after 0.5 s (n1" in (
+        result.output
+    )
+
+
 def test_ovs_and_linux_bridge_switches_in_one_fabric(ovs_lab: Callable) -> None:
     lab = ovs_lab(
         {

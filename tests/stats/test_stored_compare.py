@@ -247,9 +247,14 @@ def test_compare_prints_ministat_verbatim_and_more(ministat: str, db: Path, tmp_
 
 
 def test_a_sweep_value_that_was_never_run_is_bad_input(db: Path) -> None:
-    done = netrig("compare", "ring:hops=1", "ring:hops=5", "--db", str(db))
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "+ ring:hops=5: no run matches" in done.stdout
+    """As `stat` and `plot` say it: the values there are, and no "at least 2 per side are
+    needed" (it had said `+ ring:hops=5: no run matches`, then that advice)."""
+    stat = netrig("stat", "--experiment", "ring:hops=5", "--db", str(db))
+    assert stat.stderr == "netrig: no run of experiment 1 matches hops=5 (ring has hops 1, 8, 16)\n"
+    for args in (["ring:hops=1", "ring:hops=5"], ["ring:hops=5", "ring:hops=1"], ["hops=5", "hops=1"]):
+        done = netrig("compare", *args, "--db", str(db))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stdout == "" and done.stderr == stat.stderr
 
 
 def test_compare_filters_alone_use_the_newest_experiment(db: Path) -> None:
