@@ -37,6 +37,7 @@ from netrig.results.summary import (
     headline_metrics,
     metric_label,
     point_order,
+    pooled_metrics,
     value_order,
     vary_shape,
 )
@@ -197,16 +198,22 @@ class StoredExperiment:
 
     def metrics(self) -> list[tuple[MetricRef, int, int]]:
         """(metric, summary samples, interval samples) of the whole measurement (stream
-        None); then a metric stored only per stream (ping's per-probe `rtt` of several
-        pairs) as one metric of its streams pooled (MetricRef.streams): stat, compare and
-        plot had said the experiment "has no metric 'rtt'"."""
+        None); then a metric stored only per stream that its plugin pools
+        (Measurement.pooled_metrics: ping's per-probe `rtt` of several pairs) as one metric
+        of its streams pooled (MetricRef.streams). No other per-stream value becomes a
+        metric: the events' per-event outage of 0 s had passed for the run's outage when
+        traffic never came back (it stores `outage_at_least` then)."""
         counts: dict[MetricRef, list[int]] = {}
         streamed: dict[MetricRef, tuple[list[int], dict[str, None]]] = {}
+        measured = {name for r in self.runs for name, _ in r.samples}
+        pools = {name: self.pooled(name) for name in measured}
         for r in self.runs:
             for name, s in r.samples:
                 ref = MetricRef(name, s.metric, s.unit)
                 if s.stream is None:
                     c = counts.setdefault(ref, [0, 0])
+                elif s.metric not in pools[name]:
+                    continue
                 else:
                     c, names = streamed.setdefault(ref, ([0, 0], {}))
                     names[s.stream] = None
@@ -217,6 +224,10 @@ class StoredExperiment:
             if (m.measurement, m.metric) not in whole:
                 out.append((MetricRef(m.measurement, m.metric, m.unit, len(names)), c[0], c[1]))
         return out
+
+    def pooled(self, measurement: str) -> tuple[str, ...]:
+        """The metrics of `measurement` whose streams pool (its plugin's pooled_metrics)."""
+        return pooled_metrics(measurement, self.experiment.measurements.get(measurement))
 
     @property
     def hosts(self) -> list[str]:
