@@ -94,3 +94,48 @@ def test_only_the_metrics_a_plugin_declares_pool_over_streams(tmp_path: Path) ->
             resolve_metrics(data, ["x"])
         png = png_bytes(figure(data, PlotRequest(kind="cdf", y="rtt", intervals=True)))
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_metric_whole_in_some_runs_and_per_stream_in_others(tmp_path: Path) -> None:
+    """ping's rtt of one pair is stored whole, of several pairs per stream only: compare of
+    the two (either way round) had said "+ has 0 value(s)", exit 1, the reference resolved
+    on A applied to B; a sweep of `all_pairs: [false, true]` had no value at true. Each run
+    now gives its whole values if it has them, else its streams pooled."""
+    with ResultStore(tmp_path / "m.db") as store:
+        for name, streams in (("one", [None]), ("many", ["n1>n2", "n2>n1"])):
+            eid = store.begin_experiment(name, f"name: {name}\n", {}, {"ping": "ping"})
+            for rep in range(3):
+                ping = [s for stream in streams for s in probes(None, 1.0, stream)]
+                store.record_run(eid, {}, rep, "ok", {"ping": ping})
+            store.finish_experiment(eid, "ok")
+        text = "name: sweep\nvary:\n  all_pairs: [false, true]\n"
+        eid = store.begin_experiment("sweep", text, {}, {"ping": "ping"})
+        for rep in range(3):
+            store.record_run(eid, {"all_pairs": False}, rep, "ok", {"ping": probes(None, 1.0)})
+            both = probes(None, 1.0, "n1>n2") + probes(None, 1.0, "n2>n1", rtt=0.2)
+            store.record_run(eid, {"all_pairs": True}, rep, "ok", {"ping": both})
+        store.finish_experiment(eid, "ok")
+
+        text, code = compare_text(store, "one", "many", ["rtt"])
+        assert code == 0, text
+        assert "== ping rtt (ms) per-interval samples\n+ many: ping rtt (ms), pooled over 2 " \
+            "streams\n" in text  # fmt: skip
+        assert "x  30 " in text and "+  60 " in text
+        text, code = compare_text(store, "many", "one", ["rtt"])
+        assert code == 0 and "x  60 " in text and "+  30 " in text
+        assert "+ one: ping rtt (ms)\n" in text
+
+        data = load(store, "sweep")
+        (rtt,) = resolve_metrics(data, ["rtt"])
+        assert str(rtt) == (
+            "ping rtt (ms), pooled over 2 streams where a run stores it only per stream"
+        )
+        assert [(g.label, len(g.values)) for g in collect(data, rtt)] == [
+            ("all_pairs=false", 30), ("all_pairs=true", 60)
+        ]  # fmt: skip
+        text, code = compare_text(store, "sweep:all_pairs=false", "sweep:all_pairs=true", ["rtt"])
+        assert code == 0 and "x  30 " in text and "+  60 " in text
+        text, code = stat_text(store, "sweep", by="all_pairs", metric_names=["rtt"], summary_only=True)
+        assert code == 0 and "x  30 " in text and "+  60 " in text
+        png = png_bytes(figure(data, PlotRequest(kind="timeseries", y="rtt", x="all_pairs")))
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
