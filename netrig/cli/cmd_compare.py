@@ -256,13 +256,19 @@ def compare_text(
     out: list[str] = []
     code, unmatched = EXIT_OK, False
     names = (str(sa), str(sb)) if str(sa) != str(sb) else (f"A {sa}", f"B {sb}")
+    # each side's own reference: a metric whole in A's runs may be per stream in B's (ping's
+    # rtt of one pair against all_pairs), where A's had given B no value
+    refs_b = {ref: ref for ref, _, _ in db.metrics()}
     for metric in metrics:
+        metric_b = refs_b.get(metric, metric)
         kind = "intervals" if intervals else sample_kind(da, metric, "auto")
         ga = collect(da, metric, filters=sa.filters, kind=kind)
-        gb = collect(db, metric, filters=sb.filters, kind=kind)
+        gb = collect(db, metric_b, filters=sb.filters, kind=kind)
         if out:
             out.append("")
         out.append(f"== {metric}" + (" per-interval samples" if kind == "intervals" else ""))
+        if str(metric_b) != str(metric):
+            out.append(f"+ {sb}: {metric_b}")
         for symbol, selector, groups in (("x", sa, ga), ("+", sb, gb)):
             out.extend(_side_notes(symbol, str(selector), groups))
         if not ga or not gb:  # no run of a side has this metric: bad input, nothing to weigh
@@ -273,7 +279,7 @@ def compare_text(
             for host in sorted(set(hosts_a) | set(hosts_b)):
                 only = (("host", host),)
                 ha = collect(da, metric, filters=(*sa.filters, *only), kind=kind)
-                hb = collect(db, metric, filters=(*sb.filters, *only), kind=kind)
+                hb = collect(db, metric_b, filters=(*sb.filters, *only), kind=kind)
                 out.append(f"-- on host {host}")
                 if not _verdict(out, pooled(ha).array, pooled(hb).array, names, confidence,
                                 width, detect):

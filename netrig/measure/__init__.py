@@ -81,6 +81,11 @@ class Measurement(Plugin[MeasureOptionsT]):
 
     Options: ClassVar[type[MeasureOptions]] = MeasureOptions
     summary_metrics: ClassVar[tuple[str, ...]] = ()  # shown in the end-of-run table
+    # metrics it may store only per stream, whose streams' values pool into one metric of a
+    # run (stat, compare, plot, the report): ping's per-probe rtt of several pairs. Nothing
+    # else pools: streams that are not alike (iperf3's parallel streams beside their total)
+    # must not pass for one metric.
+    pooled_metrics: ClassVar[tuple[str, ...]] = ()
 
     def tools(self, options: MeasureOptionsT) -> dict[str, str]:
         """Programs these options run → the Debian package of each (of `programs`)."""

@@ -118,6 +118,7 @@ class Ping(Measurement[PingOptions]):
     summary = "RTT min/avg/max/mdev and loss (ping or fping), chosen pairs or all pairs"
     Options = PingOptions
     summary_metrics = ("rtt_avg", "rtt_max", "loss_percent")
+    pooled_metrics = ("rtt", "lost")  # per_probe's, per pair with `pairs:` or `all_pairs:`
 
     programs: ClassVar[dict[str, str]] = PACKAGES
 

@@ -35,6 +35,7 @@ from netrig.stats.ministat import (
     STUDENT_PCT,
     PlotError,
     RenderOptions,
+    critical_t,
     make_dataset,
     render,
     student_t,
@@ -135,6 +136,10 @@ def compare(
     student = not variances.differ and min(len(a), len(b)) >= MINISTAT_MIN_VALUES
     welch = welch_t(a, b, confidence)
     proven = _student_proven(a, b, confidence) if student else welch.significant
+    # Fieller's interval with the t of the test whose verdict is printed beside it: with
+    # Student's, ministat's table t (1.960 beyond 100 df, where scipy's is 1.98 at 118):
+    # an interval containing 0 had been called "a real increase"
+    t = _ministat_t(len(a) + len(b) - 2, confidence) if student else None
     needed = None
     if detect is not None and np.mean(a) != 0:  # 2 % of 0 is no difference to detect
         try:
@@ -147,7 +152,7 @@ def compare(
         confidence,
         welch,
         variances,
-        relative_difference(a, b, confidence, pooled=student),
+        relative_difference(a, b, confidence, pooled=student, critical_t=t),
         mann_whitney(a, b, confidence),
         mann_whitney_floor(len(a), len(b)),
         detect,
@@ -155,6 +160,15 @@ def compare(
         student,
         proven,
     )
+
+
+def _ministat_t(df: int, confidence: float) -> float | None:
+    """The critical t of ministat's Student's t at this level (None: a level its table
+    lacks, where _student_proven takes scipy's test, as the interval then does)."""
+    try:
+        return critical_t(df, confidence_index(confidence))
+    except ValueError:
+        return None
 
 
 def _student_proven(reference: np.ndarray, candidate: np.ndarray, confidence: float) -> bool:

@@ -12,6 +12,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from netrig import measure
 from netrig.base.scale import display_scale, number_text
@@ -54,10 +55,25 @@ def headline_metrics(measurement: str, kind: str | None = None) -> tuple[str, ..
     did (not when each event happened)."""
     if measurement == "events" and kind is None:
         return HEADLINE
+    cls = _plugin(measurement, kind)
+    return cls.summary_metrics if cls and cls.summary_metrics else None
+
+
+def _plugin(measurement: str, kind: str | None) -> type[measure.Measurement[Any]] | None:
+    """A measurement's plugin: by `kind`, or else by its name (iperf3-2 is an iperf3)."""
     plugins = measure.load_plugins()
     base = kind or (measurement if measurement in plugins else measurement.rsplit("-", 1)[0])
-    cls = plugins.get(base)
-    return cls.summary_metrics if cls and cls.summary_metrics else None
+    return plugins.get(base)
+
+
+def pooled_metrics(measurement: str, kind: str | None = None) -> tuple[str, ...]:
+    """The metrics whose per-stream values pool into one metric where a run stores them
+    only per stream (Measurement.pooled_metrics: ping's per-probe `rtt` and `lost`); never
+    those of `events`, whose streams are events (one event's outage is no run's outage)."""
+    if measurement == "events" and kind is None:
+        return ()
+    cls = _plugin(measurement, kind)
+    return cls.pooled_metrics if cls else ()
 
 
 def summarize(

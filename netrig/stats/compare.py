@@ -118,7 +118,12 @@ class RelativeDifference:
 
 
 def relative_difference(
-    reference: Sample, candidate: Sample, confidence: float = 0.95, *, pooled: bool = False
+    reference: Sample,
+    candidate: Sample,
+    confidence: float = 0.95,
+    *,
+    pooled: bool = False,
+    critical_t: float | None = None,
 ) -> RelativeDifference:
     """Fieller's interval for the ratio of two independent means, as a % change.
 
@@ -128,6 +133,9 @@ def relative_difference(
     freedom. Take the one whose t-test the reader is told holds: the interval then
     excludes 0 % exactly when that test proves a difference (at R = 1 the inequality is
     that test), where Welch's df beside Student's verdict had contradicted it.
+    `critical_t`: the t that test uses, when not scipy's exact quantile at this df
+    (ministat's table: 1.960 at 95 % beyond 100 df, 3 decimals below), so that the
+    interval and the test's verdict come from one t.
     """
     _check_level(confidence, "confidence")
     a, b = _as_sample(reference, "reference"), _as_sample(candidate, "candidate")
@@ -139,7 +147,7 @@ def relative_difference(
     else:
         df = welch_df(sa2, len(a), sb2, len(b))
     va, vb = sa2 / len(a), sb2 / len(b)
-    t = float(stats.t.ppf(0.5 + confidence / 2, df))
+    t = float(stats.t.ppf(0.5 + confidence / 2, df)) if critical_t is None else critical_t
     if ma == 0:
         return RelativeDifference(math.nan, -math.inf, math.inf, confidence, False)
     percent = (mb / ma - 1) * 100

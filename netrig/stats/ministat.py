@@ -482,10 +482,16 @@ class Verdict:
         return c_div(self.difference * 100, reference_avg), c_div(self.error * 100, reference_avg)
 
 
+def critical_t(df: int, confidence_index: int) -> float:
+    """ministat's two-sided critical t for `df` degrees of freedom: its table's (row 0, the
+    normal's 1.960 at 95 %, beyond 100 df)."""
+    return STUDENT_T[0 if df > NSTUDENT else df][confidence_index]
+
+
 def student_t(ds: Dataset, rs: Dataset, confidence_index: int) -> Verdict:
     """ministat's Relative(): pooled variance, t from the table (row 0 beyond 100 df)."""
     df = ds.n + rs.n - 2
-    t = STUDENT_T[0 if df > NSTUDENT else df][confidence_index]
+    t = critical_t(df, confidence_index)
     spool = (ds.n - 1) * ds.var() + (rs.n - 1) * rs.var()
     spool = c_div(spool, float(df))
     spool = c_sqrt(spool)

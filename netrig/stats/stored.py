@@ -37,6 +37,7 @@ from netrig.results.summary import (
     headline_metrics,
     metric_label,
     point_order,
+    pooled_metrics,
     value_order,
     vary_shape,
 )
@@ -138,15 +139,20 @@ class StoredRun:
 class MetricRef:
     """A metric of one measurement: `iperf3 throughput (bit/s)`.
 
-    `streams`: the metric exists only per stream (ping's per-probe `rtt` of `all_pairs` or
-    `pairs`, stored per pair `n1>n2`), and its values are those of every stream pooled;
-    the number of streams it has. 0: the measurement's own values (stream None).
+    A run gives its values without a stream (the measurement's own) if it has them, else,
+    where its plugin pools the metric (`pools`: Measurement.pooled_metrics, ping's
+    per-probe `rtt` of `all_pairs` or `pairs`, stored per pair `n1>n2`), those of every
+    stream pooled. This is decided run by run: a sweep of `all_pairs: [false, true]`, or
+    two experiments compared, may store it whole in some runs and per stream in others.
+    `streams`: how many streams runs pooled (0: none did); `mixed`: other runs had it whole.
     """
 
     measurement: str
     metric: str
     unit: str
     streams: int = field(default=0, compare=False)
+    pools: bool = field(default=False, compare=False)
+    mixed: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -154,11 +160,19 @@ class MetricRef:
 
     def __str__(self) -> str:
         text = f"{self.label} ({self.unit})" if self.unit else self.label
-        return text + (f", pooled over {self.streams} streams" if self.streams else "")
+        if not self.streams:
+            return text
+        where = " where a run stores it only per stream" if self.mixed else ""
+        return f"{text}, pooled over {self.streams} streams{where}"
 
-    def takes(self, sample: Sample) -> bool:
-        """Is `sample` one of this metric's values (its measurement already matched)?"""
-        return sample.metric == self.metric and (sample.stream is None) != bool(self.streams)
+    def samples(self, run: StoredRun) -> list[Sample]:
+        """This metric's samples in `run`: its stream-less ones if it has any, else (where
+        the metric pools) those of all its streams."""
+        mine = [
+            s for name, s in run.samples if name == self.measurement and s.metric == self.metric
+        ]
+        whole = [s for s in mine if s.stream is None]
+        return whole if whole or not self.pools else mine
 
 
 @dataclass
@@ -197,26 +211,41 @@ class StoredExperiment:
 
     def metrics(self) -> list[tuple[MetricRef, int, int]]:
         """(metric, summary samples, interval samples) of the whole measurement (stream
-        None); then a metric stored only per stream (ping's per-probe `rtt` of several
-        pairs) as one metric of its streams pooled (MetricRef.streams): stat, compare and
-        plot had said the experiment "has no metric 'rtt'"."""
+        None), then those only some runs' streams have: a run without stream-less values
+        of a metric its plugin pools (Measurement.pooled_metrics: ping's per-probe `rtt` of
+        several pairs) counts its streams' (MetricRef.streams, decided run by run). No
+        other per-stream value becomes a metric: the events' per-event outage of 0 s had
+        passed for the run's outage when traffic never came back (it stores
+        `outage_at_least` then)."""
         counts: dict[MetricRef, list[int]] = {}
-        streamed: dict[MetricRef, tuple[list[int], dict[str, None]]] = {}
+        streams: dict[MetricRef, dict[str, None]] = {}
+        whole: set[MetricRef] = set()
+        measured = {name for r in self.runs for name, _ in r.samples}
+        pools = {name: self.pooled(name) for name in measured}
         for r in self.runs:
+            has = {(name, s.metric) for name, s in r.samples if s.stream is None}
             for name, s in r.samples:
                 ref = MetricRef(name, s.metric, s.unit)
                 if s.stream is None:
-                    c = counts.setdefault(ref, [0, 0])
+                    whole.add(ref)
+                elif s.metric not in pools[name] or (name, s.metric) in has:
+                    continue
                 else:
-                    c, names = streamed.setdefault(ref, ([0, 0], {}))
-                    names[s.stream] = None
+                    streams.setdefault(ref, {})[s.stream] = None
+                c = counts.setdefault(ref, [0, 0])
                 c[0 if s.t is None else 1] += 1
-        out = [(m, c[0], c[1]) for m, c in counts.items()]
-        whole = {(m.measurement, m.metric) for m in counts}
-        for m, (c, names) in streamed.items():
-            if (m.measurement, m.metric) not in whole:
-                out.append((MetricRef(m.measurement, m.metric, m.unit, len(names)), c[0], c[1]))
-        return out
+        out = []
+        for m, c in counts.items():
+            pooled = len(streams.get(m, ()))
+            mixed = m in whole and m in streams
+            pools_it = m.metric in pools[m.measurement]
+            ref = MetricRef(m.measurement, m.metric, m.unit, pooled, pools_it, mixed)
+            out.append((ref, c[0], c[1]))
+        return sorted(out, key=lambda item: item[0] not in whole)  # stable: whole ones first
+
+    def pooled(self, measurement: str) -> tuple[str, ...]:
+        """The metrics of `measurement` whose streams pool (its plugin's pooled_metrics)."""
+        return pooled_metrics(measurement, self.experiment.measurements.get(measurement))
 
     @property
     def hosts(self) -> list[str]:
@@ -371,11 +400,7 @@ def facets(run: Run) -> dict[str, Any]:
 
 def _metric_values(r: StoredRun, metric: MetricRef, kind: SampleKind) -> list[float]:
     want_summary = kind == "summary"
-    return [
-        s.value
-        for name, s in r.samples
-        if name == metric.measurement and metric.takes(s) and (s.t is None) == want_summary
-    ]
+    return [s.value for s in metric.samples(r) if (s.t is None) == want_summary]
 
 
 def collect(
@@ -457,11 +482,7 @@ def run_series(
     for r in data.runs:
         if not point_matches(facets(r.run), filters):
             continue
-        pairs = sorted(
-            (s.t, s.value)
-            for name, s in r.samples
-            if name == metric.measurement and metric.takes(s) and s.t is not None
-        )
+        pairs = sorted((s.t, s.value) for s in metric.samples(r) if s.t is not None)
         if pairs:
             t, v = zip(*pairs, strict=True)
             out.append(RunSeries(r.run, np.array(t), np.array(v)))

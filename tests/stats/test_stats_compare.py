@@ -83,11 +83,12 @@ def test_relative_difference_is_wider_than_ministats() -> None:
 
 
 def _fieller_by_root_finding(
-    a: np.ndarray, b: np.ndarray, confidence: float, *, equal_var: bool
-) -> tuple[float, float]:
+    a: np.ndarray, b: np.ndarray, confidence: float, *, equal_var: bool,
+    t: float | None = None,
+) -> tuple[float, float]:  # fmt: skip
     """Fieller's bounds (as %) found numerically: the ratios R where the t statistic of
-    mean(b) - R mean(a) reaches scipy's critical t, with scipy's own degrees of freedom
-    (ttest_ind's df: n_a + n_b - 2 pooled, Welch–Satterthwaite otherwise)."""
+    mean(b) - R mean(a) reaches scipy's critical t (or `t`), with scipy's own degrees of
+    freedom (ttest_ind's df: n_a + n_b - 2 pooled, Welch–Satterthwaite otherwise)."""
     from scipy.optimize import brentq
 
     ma, mb = float(np.mean(a)), float(np.mean(b))
@@ -97,7 +98,8 @@ def _fieller_by_root_finding(
         va, vb = pooled / len(a), pooled / len(b)
     else:
         va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    t = stats.t.ppf(0.5 + confidence / 2, test.df)
+    if t is None:
+        t = stats.t.ppf(0.5 + confidence / 2, test.df)
 
     def excess(r: float) -> float:
         return float((mb - r * ma) ** 2 - t * t * (vb + r * r * va))
@@ -126,8 +128,10 @@ def test_relative_difference_matches_an_independent_fieller(equal_var: bool) -> 
 def test_compare_takes_the_variance_assumption_of_its_verdict() -> None:
     """A user's compare had said `Difference … (Student's t)`, then a Fieller interval
     with Welch's df (≈4.3, not 6) `-65.74% .. +3.18%: no difference proven`, then
-    `Student's t above holds`. With Student's t holding the interval now pools."""
+    `Student's t above holds`. With Student's t holding the interval now pools, with the
+    t ministat's Student's t takes (its table's 2.447 at 6 df)."""
     from netrig.report.verdicts import beyond_ministat, compare
+    from netrig.stats.ministat import STUDENT_T
 
     before, after = [104.8, 86.4, 100.2, 91.9], [87.7, 64.2, 73.7, 33.4]
     assert stats.ttest_ind(after, before).pvalue < 0.05  # Student's t: a difference
@@ -136,7 +140,7 @@ def test_compare_takes_the_variance_assumption_of_its_verdict() -> None:
     assert c.student and not c.variances.differ
     assert not relative_difference(before, after).significant  # Welch's df, as it had been
     low, high = _fieller_by_root_finding(
-        np.array(before), np.array(after), 0.95, equal_var=True
+        np.array(before), np.array(after), 0.95, equal_var=True, t=STUDENT_T[6][2]
     )
     assert (c.relative.ci_low, c.relative.ci_high) == pytest.approx((low, high), rel=1e-9)
     lines = beyond_ministat(c)

@@ -5,6 +5,7 @@ keeps `netrig stat`'s ministat mode untouched."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,7 +67,7 @@ GOLDEN = {
         [1, 2, 3],
         [7, 8, 9],
         [
-            "Relative difference: +300.00%, 95.0% interval +112.08% .. +1924.98% (Fieller, as "
+            "Relative difference: +300.00%, 95.0% interval +112.09% .. +1923.68% (Fieller, as "
             "Student's t): a real increase",
             "Variances: no difference proven (F = 1, p = 1); Student's t above holds",
             "Mann-Whitney U = 9, p = 0.1: No difference proven at 95.0% confidence "
@@ -116,6 +117,36 @@ def test_an_unbounded_interval_keeps_the_t_tests_verdict() -> None:
     down = compare([-1, 1, 0.5, -0.4, 0.3], [-30, -30.01, -29.99, -30.005, -30], 0.95, 0.02)
     assert down.proven and not down.student and not down.relative.bounded
     assert beyond_ministat(down)[0].endswith("a real decrease (Welch's t), its size unbounded")
+
+
+@pytest.mark.parametrize(("shift", "proven"), [(1.97, True), (1.95, False), (1.99, True)])
+def test_fieller_takes_ministats_t_beside_its_verdict(shift: float, proven: bool) -> None:
+    """60 against 60 values (118 df): ministat's Student's t takes its table's 1.960 there,
+    scipy's exact t is 1.98. A shift of 1.97 standard errors is proven by ministat, and
+    Fieller's interval with scipy's t had held 0 (-0.00% .. +0.72%) beside "a real
+    increase"; the interval and the verdict now come from one t, as in the report."""
+    import numpy as np
+
+    from netrig.report.html import _comparison_row
+    from netrig.stats.ministat import STUDENT_T, make_dataset, student_t
+    from netrig.stats.stored import Group
+
+    base = np.random.default_rng(7).standard_normal(60)
+    base = (base - base.mean()) / base.std(ddof=1)  # mean 0, sd 1 exactly
+    se = float(np.sqrt(2 / 60))
+    a, b = 100 + base, 100 + shift * se + base
+    assert STUDENT_T[0][2] == 1.960  # ministat's t beyond 100 df
+    assert student_t(make_dataset(b"+", b), make_dataset(b"x", a), 2).proven is proven
+    c = compare(a, b, 0.95, 0.02)
+    assert c.student and c.proven is proven and c.relative.significant is proven
+    line = beyond_ministat(c)[0]
+    low = c.relative.ci_low
+    assert (low > 0) is proven and line.endswith("a real increase" if proven else "proven")
+    assert f"interval {low:+.2f}% .. " in line and ("interval -" not in line) is proven
+    row = _comparison_row(Group((("v", "a"),), list(a)), Group((("v", "b"),), list(b)))
+    shown = re.search(r"\(([-+][0-9.]+)% \.\. ", row)
+    assert shown is not None and shown.group(1).startswith("+") is proven
+    assert (">increase</td>" in row) is proven and ("no difference proven" in row) is not proven
 
 
 def test_rounding_noise_of_a_constant_sample_is_no_spread() -> None:
