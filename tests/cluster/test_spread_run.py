@@ -299,9 +299,10 @@ def test_a_killed_client_s_parts_are_removed_and_an_up_lab_stays(
     lab.write_text(f"name: {other}\ntopology: {{kind: chain, nodes: 3}}\nplacement: {{hosts: 3}}\n")
     assert netrig_cli("up", str(lab), "--cluster", cluster, timeout=120).returncode == 0
     db = tmp_path / "z.db"
+    # its scratch folder (netrig-spread-*, which a killed client cannot remove) in tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "netrig", "run", str(path), "--db", str(db),
                              "--cluster", cluster], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         _wait_for_lab(name, db, cluster)
         time.sleep(1.0)  # inside the first run's sleep, on n4's host
