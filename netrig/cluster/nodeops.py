@@ -139,7 +139,8 @@ def down_part(name: str, lease: str | None = None) -> tuple[str, int]:
     """Dask task on every host: remove this host's part of lab NAME (namespaces removed),
     the processes its measurements started here first. LEASE (the worker's watchdog): only
     if the part is still the one built under that lease."""
-    from netrig.cluster.tasks import _lab_thread, _part_leases
+    from netrig.cluster.keeping import lab_thread as _lab_thread
+    from netrig.cluster.keeping import part_leases as _part_leases
 
     def work() -> tuple[str, int]:
         config = parts.current()

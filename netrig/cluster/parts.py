@@ -188,7 +188,8 @@ def build_part(part: LabPart, lease: str | None = None) -> dict[str, Any]:
     LEASE: the key of the sweep's client at the scheduler (`netrig run --cluster`): the
     worker removes the part once that key is gone (the client died); None (`netrig up
     --cluster`): the part stays until `netrig down`."""
-    from netrig.cluster.tasks import _lab_thread, _part_leases
+    from netrig.cluster.keeping import lab_thread as _lab_thread
+    from netrig.cluster.keeping import part_leases as _part_leases
 
     def work() -> dict[str, Any]:
         _part_leases.pop(part.plan.name, None)
@@ -337,7 +338,7 @@ def exec_part(name: str, node: str, argv: list[str], timeout: float | None = Non
 def labs_here() -> tuple[str, list[tuple[str, str, int, bool]]]:
     """On every host: (host, [(lab, state, nodes, kept for a sweep)]); a sweep's lab goes
     when the sweep ends, or when its client leaves the cluster (`tasks.reap`)."""
-    from netrig.cluster.tasks import held
+    from netrig.cluster.keeping import held
 
     config = current()
     ledger = Ledger(config.state_dir)

@@ -34,10 +34,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from netrig.base.sample import Sample
+from netrig.cluster import keeping
 from netrig.cluster.host import HostConfig, current
 from netrig.experiment.runner import Outcome, RunResult, _Session
 from netrig.host.facts import collect_host_facts
-from netrig.lab import netns
 from netrig.lab.ledger import Ledger
 from netrig.plan.experiment import ExperimentPlan, SweepPoint
 from netrig.plan.runs import PlannedRun
@@ -198,22 +198,14 @@ def not_started(run: PlannedRun, why: str) -> RunReport:
                      current().name, {}, began=False)
 
 
-_sessions: dict[str, HostSession] = {}
+_sessions: dict[str, HostSession] = keeping.sessions
 _stopped: dict[str, str] = {}  # sweeps interrupted on this worker → the signal's name
-_leases: dict[str, str] = {}  # sweep → the lease its client holds at the scheduler
-_part_leases: dict[str, str] = {}  # spread lab (its part here) → the lease of its sweep
+_leases = keeping.sweep_leases
+_part_leases = keeping.part_leases
 CLIENT_GONE = "client gone"  # the stop's name when the client left without releasing
-_thread: netns.Worker | None = None
-_thread_lock = threading.Lock()
-
-
-def _lab_thread() -> netns.Worker:
-    """The one thread of this worker process that does lab work."""
-    global _thread
-    with _thread_lock:
-        if _thread is None:
-            _thread = netns.Worker("netrig-host")
-        return _thread
+_lab_thread = keeping.lab_thread
+leases = keeping.leases
+held = keeping.held
 
 
 def run_planned(sweep: str, exp: ExperimentPlan, run: PlannedRun,
@@ -287,17 +279,6 @@ def take_lease(client: Any, what: str) -> tuple[str, Any]:
     key = f"netrig-lease-{what}"
     return key, client.submit(str, client.id, key=key, resources={LEASE_RESOURCE: 1},
                               pure=False)
-
-
-def leases() -> set[str]:
-    """The leases of what this worker keeps (sweeps' labs, spread labs' parts)."""
-    return set(_leases.values()) | set(_part_leases.values())
-
-
-def held(lab: str) -> bool:
-    """Is lab LAB here kept for a sweep (released when it ends, or when its client goes)?"""
-    return lab in _part_leases or any(
-        s.lab is not None and s.lab.name == lab for s in list(_sessions.values()))
 
 
 def reap(gone: set[str]) -> list[str]:
