@@ -94,7 +94,7 @@ def start(
         json.dump(known, fh)
     os.replace(tmp, path)
     if needs:
-        wait_until(lab, lambda: all(_answers(s) for s in needs), SOCKET_WAIT,
+        wait_until(lab, lambda: all(answers(s) for s in needs), SOCKET_WAIT,
                    f"{node}: {name} waits for {', '.join(needs)}: nothing answered")  # fmt: skip
     _note(lab, node, name, "started: " + shlex.join(argv))
     proc = lab.start_daemon(node, argv, name)
@@ -134,7 +134,7 @@ def restarts_then(lab: Lab, node: str, started: Sequence[str]) -> list[str]:
     return ran
 
 
-def _answers(path: str) -> bool:
+def answers(path: str) -> bool:
     """Something accepts connections on the Unix socket at PATH (a socket file alone may
     be what a stopped daemon left behind)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

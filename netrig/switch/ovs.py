@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import socket as socketlib
 import subprocess
 import time
 from collections.abc import Callable, Collection
@@ -274,17 +273,6 @@ def _wait_for(lab: Lab, node: str, what: str, ready: Callable[[], bool]) -> None
     daemons.wait_until(lab, ready, START_TIMEOUT, f"{node}: Open vSwitch did not get {what}")
 
 
-def _answers(path: str) -> bool:
-    """Something accepts connections on the Unix socket at PATH (not a stopped server's
-    leftover file)."""
-    with socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM) as sock:
-        try:
-            sock.connect(path)
-        except OSError:
-            return False
-    return True
-
-
 def _connected(lab: Lab, node: str) -> bool:
     return "true" in vsctl(lab, node, "--bare", "--columns=is_connected", "list", "Controller")
 
@@ -330,7 +318,7 @@ def wait_restarted(lab: Lab, node: str, timeout: float = RESTART_WAIT) -> list[s
     if plan is None:
         return []
     socket = os.path.join(run_dir(lab, node), "db.sock")
-    _wait_for(lab, node, "its database", functools.partial(_answers, socket))
+    _wait_for(lab, node, "its database", functools.partial(daemons.answers, socket))
     # a change without --no-wait returns once ovs-vswitchd has applied the database
     vsctl(lab, node, "set", "Open_vSwitch", ".", f"external_ids:netrig-lab={lab.name}")
     if plan.controller == "standalone":
